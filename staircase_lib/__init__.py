@@ -1,0 +1,22 @@
+"""staircase_lib: the shared library of the Context Staircase course.
+
+Data flow: ``tasks`` -> ``signatures`` -> ``models``/``training`` -> ``metrics`` -> ``plotting``/``widgets``.
+"""
+__version__ = "0.1.0"
+
+from . import exercises, metrics, models, plotting, signatures, tasks, training, widgets  # noqa: E402
+from .runtime import resolve_device, setup  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "exercises",
+    "metrics",
+    "models",
+    "plotting",
+    "resolve_device",
+    "setup",
+    "signatures",
+    "tasks",
+    "training",
+    "widgets",
+]

@@ -1,0 +1,89 @@
+"""Argument checks shared by the public API: each raises a clear ValueError/TypeError."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+
+__all__ = [
+    "check_positive_int",
+    "check_finite_float",
+    "check_choice",
+    "check_tokens",
+    "check_labels",
+    "check_square_matrix",
+]
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    """Return ``value`` as int if it is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+    return value
+
+
+def check_finite_float(name: str, value: Any, minimum: float | None = None, strictly_positive: bool = False) -> float:
+    """Return ``value`` as float if it is a finite real number within bounds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if strictly_positive and value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value
+
+
+def check_tokens(name: str, tokens: Any, n_tokens: int | None = None) -> torch.Tensor:
+    """Check an integer token tensor of shape [N, L] with ids in [0, n_tokens)."""
+    if not isinstance(tokens, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape [N, L], got {type(tokens).__name__}")
+    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor (e.g. torch.long), got dtype {tokens.dtype}")
+    if tokens.dim() != 2 or tokens.shape[0] == 0:
+        raise ValueError(f"{name} must have shape [N, L] with N >= 1, got shape {tuple(tokens.shape)}")
+    if n_tokens is not None and tokens.numel() and (tokens.min() < 0 or tokens.max() >= n_tokens):
+        raise ValueError(
+            f"{name} holds ids in [{int(tokens.min())}, {int(tokens.max())}], expected ids in [0, {n_tokens})"
+        )
+    return tokens
+
+
+def check_labels(name: str, labels: Any, n: int, n_labels: int | None = None) -> torch.Tensor:
+    """Check an integer label tensor of shape [n] with ids in [0, n_labels)."""
+    if not isinstance(labels, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape [N], got {type(labels).__name__}")
+    if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor (e.g. torch.long), got dtype {labels.dtype}")
+    if labels.shape != (n,):
+        raise ValueError(f"{name} must have shape [{n}] (one label per sequence), got shape {tuple(labels.shape)}")
+    if n_labels is not None and (labels.min() < 0 or labels.max() >= n_labels):
+        raise ValueError(
+            f"{name} holds ids in [{int(labels.min())}, {int(labels.max())}], expected ids in [0, {n_labels})"
+        )
+    return labels
+
+
+def check_square_matrix(name: str, matrix: Any, size: int | None = None) -> torch.Tensor:
+    """Check a floating tensor of shape [n, n] (optionally n == size) without NaN."""
+    if not isinstance(matrix, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(matrix).__name__}")
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"{name} must be a square matrix [n, n], got shape {tuple(matrix.shape)}")
+    if size is not None and matrix.shape[0] != size:
+        raise ValueError(f"{name} must have shape [{size}, {size}], got shape {tuple(matrix.shape)}")
+    if not torch.isfinite(matrix).all():
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return matrix

@@ -1,0 +1,150 @@
+"""Alignment between embeddings and signature kernels, and stair detection (THEORY.md 5)."""
+from __future__ import annotations
+
+import torch
+
+from ._checks import check_finite_float, check_positive_int, check_square_matrix
+
+__all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "smooth", "stair_time",
+           "stair_times"]
+
+
+def _as_float(x: torch.Tensor) -> torch.Tensor:
+    return x.detach().to(torch.float64)
+
+
+def gram(x: torch.Tensor) -> torch.Tensor:
+    """Gram matrix ``X X^T`` of row vectors: Tensor[..., V, V] from Tensor[..., V, d]."""
+    if not isinstance(x, torch.Tensor) or x.dim() < 2:
+        raise ValueError(f"x must be a tensor of shape [..., V, d], got {getattr(x, 'shape', type(x))}")
+    x = _as_float(x)
+    return x @ x.transpose(-1, -2)
+
+
+def _centered(k: torch.Tensor) -> torch.Tensor:
+    return k - k.mean(-1, keepdim=True) - k.mean(-2, keepdim=True) + k.mean((-1, -2), keepdim=True)
+
+
+def _looks_like_gram(x: torch.Tensor) -> bool:
+    return x.dim() == 2 and x.shape[0] == x.shape[1] and torch.allclose(x, x.T, atol=1e-6, rtol=1e-5)
+
+
+def cka(x: torch.Tensor, kernel: torch.Tensor, x_is_gram: bool | None = None) -> float:
+    """Linear CKA between ``x`` and a token kernel (eq. 5.1), in [0, 1] for PSD kernels.
+
+    ``x`` is Tensor[V, d] embeddings or a Tensor[V, V] Gram matrix (a symmetric square ``x`` is taken
+    as a Gram unless ``x_is_gram=False``); ``kernel`` is Tensor[V, V].
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        raise ValueError(f"x must be a 2-D tensor [V, d] or [V, V], got {getattr(x, 'shape', type(x))}")
+    kernel = check_square_matrix("kernel", kernel, x.shape[0])
+    if not torch.isfinite(x).all():
+        raise ValueError("x contains NaN or infinite entries")
+    is_gram = _looks_like_gram(x) if x_is_gram is None else x_is_gram
+    g = _centered(_as_float(x) if is_gram else gram(x))
+    k = _centered(_as_float(kernel))
+    denom = g.norm() * k.norm()
+    if denom == 0:
+        raise ValueError("cka is undefined for a constant embedding or kernel (zero after centring)")
+    return float((g * k).sum() / denom)
+
+
+def cka_chance(kernel: torch.Tensor, d_embed: int, n_draws: int = 32, seed: int = 0) -> float:
+    """Mean CKA of ``kernel`` with Gaussian random embeddings of width ``d_embed`` (the chance level)."""
+    kernel = check_square_matrix("kernel", kernel)
+    check_positive_int("d_embed", d_embed)
+    check_positive_int("n_draws", n_draws)
+    gen = torch.Generator().manual_seed(seed)
+    draws = torch.randn(n_draws, kernel.shape[0], d_embed, generator=gen)
+    return float(alignment_curve(draws, kernel).mean())
+
+
+def gram_correlation(x: torch.Tensor, kernel: torch.Tensor, method: str = "pearson", cosine: bool = False) -> float:
+    """Correlation between the off-diagonal entries of the embedding Gram (or cosine matrix) and a kernel.
+
+    ``method`` is ``"pearson"`` or ``"spearman"``.
+    """
+    if method not in ("pearson", "spearman"):
+        raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        raise ValueError(f"x must be a 2-D tensor [V, d], got {getattr(x, 'shape', type(x))}")
+    kernel = check_square_matrix("kernel", kernel, x.shape[0])
+    rows = _as_float(x)
+    if cosine:
+        rows = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    g = gram(rows)
+    mask = ~torch.eye(g.shape[0], dtype=torch.bool)
+    a, b = g[mask], _as_float(kernel)[mask]
+    if method == "spearman":
+        a, b = _ranks(a), _ranks(b)
+    a, b = a - a.mean(), b - b.mean()
+    return float((a * b).sum() / (a.norm() * b.norm()).clamp_min(1e-300))
+
+
+def _ranks(v: torch.Tensor) -> torch.Tensor:
+    """Average ranks (ties share their mean rank)."""
+    sorted_v, order = torch.sort(v)
+    ranks = torch.empty_like(v)
+    ranks[order] = torch.arange(len(v), dtype=v.dtype)
+    unique, inverse = torch.unique(sorted_v, return_inverse=True)
+    if len(unique) < len(v):
+        sums = torch.zeros(len(unique), dtype=v.dtype).index_add_(0, inverse, torch.arange(len(v), dtype=v.dtype))
+        counts = torch.bincount(inverse, minlength=len(unique)).to(v.dtype)
+        ranks[order] = (sums / counts)[inverse]
+    return ranks
+
+
+def alignment_curve(embeddings: torch.Tensor, kernel: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+    """Linear CKA of each snapshot with ``kernel``: Tensor[T] from embeddings Tensor[T, V, d].
+
+    ``tokens`` (LongTensor[n]) restricts the comparison to a subset of tokens.
+    """
+    if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 3:
+        raise ValueError(f"embeddings must have shape [T, V, d], got {getattr(embeddings, 'shape', type(embeddings))}")
+    if tokens is not None:
+        embeddings = embeddings[:, tokens]
+        kernel = kernel[tokens][:, tokens]
+    kernel = check_square_matrix("kernel", kernel, embeddings.shape[1])
+    g = _centered(gram(embeddings))
+    k = _centered(_as_float(kernel))
+    return ((g * k).sum((-1, -2)) / (g.norm(dim=(-1, -2)) * k.norm()).clamp_min(1e-300)).float()
+
+
+def smooth(curve: torch.Tensor, window: int = 1) -> torch.Tensor:
+    """Centred moving average with edge padding: Tensor[T]."""
+    check_positive_int("window", window)
+    if window == 1:
+        return curve
+    x = curve.detach().double()[None, None]
+    left, right = (window - 1) // 2, window // 2
+    x = torch.nn.functional.pad(x, (left, right), mode="replicate")
+    return torch.nn.functional.avg_pool1d(x, window, stride=1)[0, 0].to(curve.dtype)
+
+
+def stair_time(steps: torch.Tensor, curve: torch.Tensor, window: int = 1, min_rise: float = 0.1) -> int | None:
+    """Half-rise time of a curve (THEORY.md 5.3), or ``None`` if it never rises by ``min_rise``.
+
+    After smoothing, ``m_max`` is the curve's maximum and ``m_min`` its minimum before that peak; the
+    stair time is the first step after that minimum where the curve reaches ``(m_min + m_max) / 2``.
+    """
+    if not isinstance(steps, torch.Tensor) or not isinstance(curve, torch.Tensor):
+        raise TypeError("steps and curve must be tensors of shape [T]")
+    if steps.dim() != 1 or curve.shape != steps.shape or len(steps) == 0:
+        raise ValueError(f"steps and curve must be 1-D of equal length, got {tuple(steps.shape)}, {tuple(curve.shape)}")
+    min_rise = check_finite_float("min_rise", min_rise, minimum=0.0)
+    values = smooth(curve.double(), window)
+    peak = int(torch.argmax(values))
+    low = int(torch.argmin(values[: peak + 1]))
+    m_min, m_max = float(values[low]), float(values[peak])
+    if m_max - m_min < min_rise:
+        return None
+    threshold = m_min + 0.5 * (m_max - m_min)
+    reached = torch.nonzero(values[low:] >= threshold)
+    return int(steps[low + int(reached[0])])
+
+
+def stair_times(steps: torch.Tensor, curves: dict[str, torch.Tensor] | list[torch.Tensor], window: int = 1,
+                min_rise: float = 0.1) -> list[int | None]:
+    """``stair_time`` of each curve, in order."""
+    values = curves.values() if isinstance(curves, dict) else curves
+    return [stair_time(steps, c, window=window, min_rise=min_rise) for c in values]

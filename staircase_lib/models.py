@@ -1,0 +1,136 @@
+"""Models with one small-initialization convention (THEORY.md 2.3): std = fan_in ** -gamma, biases 0."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ._checks import check_choice, check_finite_float, check_positive_int, check_tokens
+
+__all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "EmbMLP", "EmbLinear"]
+
+
+def _quadratic(a: torch.Tensor) -> torch.Tensor:
+    return a + 0.5 * a * a
+
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "gelu": nn.functional.gelu,
+    "silu": nn.functional.silu,
+    "tanh": torch.tanh,
+    "identity": lambda a: a,
+    "linear": lambda a: a,
+    "quadratic": _quadratic,
+    "relu": torch.relu,
+}
+"""Activation functions by name (``"linear"`` is an alias of ``"identity"``)."""
+
+ACTIVATION_SLOPE_AT_ZERO: dict[str, float] = {
+    "gelu": 0.5, "silu": 0.5, "tanh": 1.0, "identity": 1.0, "linear": 1.0, "quadratic": 1.0,
+}
+"""sigma'(0) for the smooth activations (THEORY.md 2.1); ReLU is not smooth and has none."""
+
+
+def init_scale(fan_in: int, gamma: float) -> float:
+    """Standard deviation ``fan_in ** -gamma`` of the course's initialization (eq. 2.3)."""
+    return float(fan_in) ** (-gamma)
+
+
+def _check_common(vocab_size, seq_len, n_labels, d_embed, gamma, seed):
+    check_positive_int("vocab_size", vocab_size)
+    check_positive_int("seq_len", seq_len)
+    check_positive_int("n_labels", n_labels)
+    check_positive_int("d_embed", d_embed)
+    gamma = check_finite_float("gamma", gamma)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return gamma
+
+
+class _TokenModel(nn.Module):
+    """Shared parts: the embedding matrix and input checks."""
+
+    def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int, gamma: float, seed: int):
+        super().__init__()
+        self.gamma = _check_common(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
+        self.vocab_size, self.seq_len, self.n_labels, self.d_embed = vocab_size, seq_len, n_labels, d_embed
+        self.seed = seed
+        self._generator = torch.Generator().manual_seed(seed)
+        self.embedding = nn.Parameter(self._normal(vocab_size, d_embed, fan_in=d_embed))
+
+    def _normal(self, *shape: int, fan_in: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=self._generator) * init_scale(fan_in, self.gamma)
+
+    def _linear(self, n_in: int, n_out: int, bias: bool = True) -> nn.Linear:
+        layer = nn.Linear(n_in, n_out, bias=bias)
+        with torch.no_grad():
+            layer.weight.copy_(self._normal(n_out, n_in, fan_in=n_in))
+            if bias:
+                layer.bias.zero_()
+        return layer
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits for each sequence: Tensor[N, C]. Checks ``tokens`` (LongTensor[N, L], ids < V)."""
+        check_tokens("tokens", tokens, self.vocab_size)
+        if tokens.shape[1] != self.seq_len:
+            raise ValueError(f"tokens must have shape [N, {self.seq_len}], got {tuple(tokens.shape)}")
+        return self.logits(tokens)
+
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits without input checks (the training loop's hot path): Tensor[N, C]."""
+        raise NotImplementedError
+
+    def _embed(self, tokens: torch.Tensor, pool: str) -> torch.Tensor:
+        vectors = self.embedding[tokens]  # [N, L, d]
+        return vectors.flatten(1) if pool == "concat" else vectors.sum(1)
+
+
+class EmbMLP(_TokenModel):
+    """Embedding -> (concat or sum) -> Linear -> activation -> Linear -> logits (eq. 2.1).
+
+    ``forward(tokens: LongTensor[N, L]) -> Tensor[N, C]``.
+    """
+
+    def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, d_hidden: int = 256,
+                 activation: str = "gelu", gamma: float = 1.0, seed: int = 0, pool: str = "concat"):
+        super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
+        check_positive_int("d_hidden", d_hidden)
+        self.activation = check_choice("activation", activation, list(ACTIVATIONS))
+        self.pool = check_choice("pool", pool, ["concat", "sum"])
+        self.d_hidden = d_hidden
+        d_in = d_embed * seq_len if pool == "concat" else d_embed
+        self.hidden = self._linear(d_in, d_hidden)
+        self.readout = self._linear(d_hidden, n_labels)
+
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits without input checks: Tensor[N, C]."""
+        pre = self.hidden(self._embed(tokens, self.pool))
+        return self.readout(ACTIVATIONS[self.activation](pre))
+
+    def first_layer_blocks(self) -> torch.Tensor:
+        """Position blocks ``W_1^(i)`` of the first layer: Tensor[L, m, d] (concat pooling only)."""
+        if self.pool != "concat":
+            raise ValueError("first_layer_blocks needs pool='concat'")
+        return self.hidden.weight.reshape(self.d_hidden, self.seq_len, self.d_embed).permute(1, 0, 2)
+
+
+class EmbLinear(_TokenModel):
+    """The two-factor model ``z = U h(x) + b`` with ``h`` the sum (or concat) of embeddings."""
+
+    def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, gamma: float = 1.0,
+                 seed: int = 0, pool: str = "sum", bias: bool = True):
+        super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
+        self.pool = check_choice("pool", pool, ["concat", "sum"])
+        d_in = d_embed * seq_len if pool == "concat" else d_embed
+        self.readout = self._linear(d_in, n_labels, bias=bias)
+
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits without input checks: Tensor[N, C]."""
+        return self.readout(self._embed(tokens, self.pool))
+
+
+def parameter_count(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+

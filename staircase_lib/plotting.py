@@ -1,0 +1,100 @@
+"""The course's figures in one house style (opaque backgrounds, so they read in dark mode too)."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import torch
+
+__all__ = ["ORDER_COLORS", "use_course_style", "signature_heatmap", "kernel_heatmap", "staircase_plot"]
+
+ORDER_COLORS = ("#1b6ca8", "#d9822b", "#2e8b57", "#8e44ad", "#c0392b")
+"""Colour of order 0, 1, 2, ... in every figure."""
+
+_STYLE = {
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+    "figure.dpi": 90,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.frameon": False,
+    "axes.prop_cycle": mpl.cycler(color=list(ORDER_COLORS)),
+}
+
+
+def use_course_style() -> None:
+    """Apply the course's matplotlib style (white, opaque backgrounds; order colours)."""
+    mpl.rcParams.update(_STYLE)
+
+
+def _axes(ax: plt.Axes | None, figsize: tuple[float, float]) -> plt.Axes:
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def signature_heatmap(matrix: torch.Tensor, ax: plt.Axes | None = None, title: str = "", xlabel: str = "label y",
+                      ylabel: str = "token v", cmap: str = "viridis", colorbar: bool = True, **imshow) -> plt.Axes:
+    """Heatmap of a signature matrix (tokens x labels); NaN rows are drawn grey."""
+    ax = _axes(ax, (3.2, 4.0))
+    data = matrix.detach().cpu().double().numpy()
+    cm = mpl.colormaps[cmap].copy()
+    cm.set_bad("lightgrey")
+    image = ax.imshow(data, aspect="auto", interpolation="nearest", cmap=cm, **imshow)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    if data.shape[1] <= 12:
+        ax.set_xticks(range(data.shape[1]))
+    ax.grid(False)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def kernel_heatmap(kernel: torch.Tensor, ax: plt.Axes | None = None, title: str = "", colorbar: bool = True) -> plt.Axes:
+    """Heatmap of a token kernel (tokens x tokens), symmetric colour scale around 0."""
+    ax = _axes(ax, (3.6, 3.2))
+    data = kernel.detach().cpu().double()
+    bound = float(data.abs().max()) or 1.0
+    image = ax.imshow(data.numpy(), cmap="RdBu_r", vmin=-bound, vmax=bound, interpolation="nearest")
+    ax.set(title=title, xlabel="token v'", ylabel="token v")
+    ax.grid(False)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss: torch.Tensor | None = None,
+                   stair_times: Sequence[int | None] | None = None, ax: plt.Axes | None = None, logx: bool = True,
+                   title: str = "The Context Staircase", chance: float | None = None) -> plt.Axes:
+    """Alignment curves (one per order) and optionally the loss on a second axis, stair times marked."""
+    ax = _axes(ax, (7.0, 3.6))
+    x = steps.detach().cpu().double().clamp_min(1) if logx else steps.detach().cpu().double()
+    for k, (label, curve) in enumerate(curves.items()):
+        color = ORDER_COLORS[k % len(ORDER_COLORS)]
+        ax.plot(x.numpy(), curve.detach().cpu().numpy(), color=color, lw=2, label=label)
+        if stair_times is not None and k < len(stair_times) and stair_times[k] is not None:
+            ax.axvline(max(stair_times[k], 1), color=color, ls="--", lw=1)
+    if chance is not None:
+        ax.axhline(chance, color="grey", ls=":", lw=1, label="chance")
+    ax.set(xlabel="training step" + (" (log scale)" if logx else ""), ylabel="alignment (linear CKA)",
+           title=title, ylim=(-0.02, 1.02))
+    if logx:
+        ax.set_xscale("log")
+    if loss is not None:
+        twin = ax.twinx()
+        twin.plot(x.numpy(), loss.detach().cpu().numpy(), color="black", lw=1, alpha=0.6, label="loss")
+        twin.set_ylabel("loss (cross-entropy, nats)")
+        twin.grid(False)
+        twin.spines["right"].set_visible(True)
+        lines = ax.get_legend_handles_labels()
+        extra = twin.get_legend_handles_labels()
+        ax.legend(lines[0] + extra[0], lines[1] + extra[1], loc="center left", fontsize=8)
+    else:
+        ax.legend(loc="center left", fontsize=8)
+    return ax

@@ -1,0 +1,228 @@
+"""Probability signatures counted from data (THEORY.md 1.2-1.5), all by vectorized counting.
+
+Positions are 0-based. Rows (or cells) of tokens that never occur are NaN, never a silent uniform row.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Callable, Sequence
+
+import torch
+
+from ._checks import check_finite_float, check_labels, check_positive_int, check_tokens
+
+__all__ = [
+    "label_marginal",
+    "conditional_label_distribution",
+    "label_signature",
+    "pooled_label_signature",
+    "signature_drive",
+    "context_distribution",
+    "cooccurrence",
+    "pair_signature",
+    "mobius_residual",
+    "pure_signature",
+    "signature_kernel",
+    "kernel_from_signature",
+]
+
+
+def _check_data(tokens, labels, n_tokens, n_labels):
+    n_tokens = check_positive_int("n_tokens", n_tokens)
+    n_labels = check_positive_int("n_labels", n_labels)
+    tokens = check_tokens("tokens", tokens, n_tokens)
+    labels = check_labels("labels", labels, tokens.shape[0], n_labels)
+    return tokens, labels, n_tokens, n_labels
+
+
+def _check_positions(name: str, positions: Sequence[int], seq_len: int) -> list[int]:
+    positions = [positions] if isinstance(positions, int) and not isinstance(positions, bool) else list(positions)
+    for p in positions:
+        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < seq_len:
+            raise ValueError(f"{name} must be position(s) in [0, {seq_len - 1}], got {positions!r}")
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"{name} must be distinct positions, got {positions!r}")
+    return positions
+
+
+def _joint_counts(tokens: torch.Tensor, labels: torch.Tensor | None, positions: list[int], n_tokens: int,
+                  n_labels: int) -> torch.Tensor:
+    """Counts of (x_B, y): Tensor[V, ..., V, C] (or [V, ..., V] when labels is None), float64."""
+    index = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
+    for p in positions:
+        index = index * n_tokens + tokens[:, p].long()
+    shape = [n_tokens] * len(positions)
+    if labels is not None:
+        index = index * n_labels + labels.long()
+        shape = shape + [n_labels]
+    counts = torch.bincount(index, minlength=math.prod(shape))
+    return counts.to(torch.float64).reshape(shape)
+
+
+def _normalize_last(counts: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
+    counts = counts + smoothing
+    totals = counts.sum(-1, keepdim=True)
+    return torch.where(totals > 0, counts / totals.clamp_min(1e-300), torch.full_like(counts, float("nan")))
+
+
+def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
+    """Empirical label marginal ``pi``: Tensor[C]."""
+    n_labels = check_positive_int("n_labels", n_labels)
+    if not isinstance(labels, torch.Tensor):
+        raise TypeError(f"labels must be a torch.Tensor of shape [N], got {type(labels).__name__}")
+    labels = check_labels("labels", labels, labels.shape[0] if labels.dim() else -1, n_labels)
+    return torch.bincount(labels, minlength=n_labels).to(torch.get_default_dtype()) / labels.shape[0]
+
+
+def conditional_label_distribution(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequence[int],
+                                   n_tokens: int, n_labels: int, smoothing: float = 0.0) -> torch.Tensor:
+    """Counted ``P(y | x_B)`` for positions ``B``: Tensor[V, ..., V, C]; NaN where ``x_B`` never occurs."""
+    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    positions = _check_positions("positions", positions, tokens.shape[1])
+    smoothing = check_finite_float("smoothing", smoothing, minimum=0.0)
+    counts = _joint_counts(tokens, labels, positions, n_tokens, n_labels)
+    return _normalize_last(counts, smoothing).to(torch.get_default_dtype())
+
+
+def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, n_tokens: int, n_labels: int,
+                    smoothing: float = 0.0) -> torch.Tensor:
+    """Order-0 positional signature ``psi^(i)_v(y) = P(y | x_i = v)`` (eq. 1.1): Tensor[V, C].
+
+    Rows of tokens never seen at ``position`` are NaN (unless ``smoothing > 0``).
+    """
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise ValueError(f"position must be an int, got {position!r}")
+    return conditional_label_distribution(tokens, labels, [position], n_tokens, n_labels, smoothing)
+
+
+def pooled_label_signature(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n_labels: int) -> torch.Tensor:
+    """Pooled signature ``bar psi_v(y)`` (eq. 1.2), each occurrence counted once: Tensor[V, C]."""
+    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    counts = sum(_joint_counts(tokens, labels, [p], n_tokens, n_labels) for p in range(tokens.shape[1]))
+    return _normalize_last(counts).to(torch.get_default_dtype())
+
+
+def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n_labels: int,
+                    position: int | None = None, reference: torch.Tensor | None = None) -> torch.Tensor:
+    """Signature drive ``S^(i) = E[1[x_i = v] (delta_y - q)]`` (eq. 1.3): Tensor[V, C].
+
+    ``position=None`` gives the pooled ``S = sum_i S^(i)``; ``reference`` is ``q`` (default: the label marginal).
+    """
+    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    positions = range(tokens.shape[1]) if position is None else _check_positions("position", position, tokens.shape[1])
+    q = label_marginal(labels, n_labels).double() if reference is None else reference.double()
+    if q.shape != (n_labels,):
+        raise ValueError(f"reference must have shape [{n_labels}], got {tuple(q.shape)}")
+    n = tokens.shape[0]
+    drive = torch.zeros(n_tokens, n_labels, dtype=torch.float64, device=tokens.device)
+    for p in positions:
+        counts = _joint_counts(tokens, labels, [p], n_tokens, n_labels)
+        drive += counts / n - counts.sum(-1, keepdim=True) / n * q
+    return drive.to(torch.get_default_dtype())
+
+
+def context_distribution(tokens: torch.Tensor, position: int, context_position: int, n_tokens: int) -> torch.Tensor:
+    """Context distribution ``kappa_v(w) = P(x_j = w | x_i = v)`` (eq. 1.4): Tensor[V, V], NaN rows if unseen."""
+    n_tokens = check_positive_int("n_tokens", n_tokens)
+    tokens = check_tokens("tokens", tokens, n_tokens)
+    i, j = _check_positions("(position, context_position)", [position, context_position], tokens.shape[1])
+    counts = _joint_counts(tokens, None, [i, j], n_tokens, 1)
+    return _normalize_last(counts).to(torch.get_default_dtype())
+
+
+def cooccurrence(tokens: torch.Tensor, n_tokens: int) -> torch.Tensor:
+    """Co-occurrence second moment ``M_vw = E[c_v(x) c_w(x)]`` (eq. 1.4): Tensor[V, V]."""
+    n_tokens = check_positive_int("n_tokens", n_tokens)
+    tokens = check_tokens("tokens", tokens, n_tokens)
+    counts = torch.nn.functional.one_hot(tokens.long(), n_tokens).sum(1).double()
+    return (counts.T @ counts / tokens.shape[0]).to(torch.get_default_dtype())
+
+
+def pair_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, context_position: int,
+                   n_tokens: int, n_labels: int) -> torch.Tensor:
+    """Joint pair signature ``psi^(i;j)_v(w, y) = P(x_j = w, y | x_i = v)`` (eq. 1.5): Tensor[V, V, C]."""
+    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    i, j = _check_positions("(position, context_position)", [position, context_position], tokens.shape[1])
+    counts = _joint_counts(tokens, labels, [i, j], n_tokens, n_labels)
+    totals = counts.sum(dim=(1, 2), keepdim=True)
+    joint = torch.where(totals > 0, counts / totals.clamp_min(1e-300), torch.full_like(counts, float("nan")))
+    return joint.to(torch.get_default_dtype())
+
+
+def mobius_residual(conditional: Callable[[list[int]], torch.Tensor], positions: Sequence[int]) -> torch.Tensor:
+    """Pure part ``Delta`` of ``P(y | x_I)`` by Moebius inversion over sub-contexts (eq. 1.9).
+
+    ``conditional(B)`` must return ``P(y | x_B)`` with one V axis per position of ``B`` (in the order
+    given) and a last label axis; ``conditional([])`` is the label marginal. Returns Tensor[V, ..., V, C].
+    """
+    positions = list(positions)
+    k = len(positions)
+    total = None
+    for size in range(k + 1):
+        for subset in itertools.combinations(range(k), size):
+            table = conditional([positions[a] for a in subset])
+            shape = [table.shape[subset.index(a)] if a in subset else 1 for a in range(k)] + [table.shape[-1]]
+            term = (-1) ** (k - size) * table.reshape(shape)
+            total = term if total is None else total + term
+    return total
+
+
+def pure_signature(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequence[int], n_tokens: int,
+                   n_labels: int) -> torch.Tensor:
+    """Counted pure order-k signature ``Delta^(i;J)`` for ``positions = (i, j_1, ..., j_k)``: Tensor[V]*(k+1) + [C].
+
+    Cells whose full context never occurs are NaN.
+    """
+    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    positions = _check_positions("positions", positions, tokens.shape[1])
+    pi = label_marginal(labels, n_labels).double()
+
+    def conditional(subset: list[int]) -> torch.Tensor:
+        if not subset:
+            return pi
+        return _normalize_last(_joint_counts(tokens, labels, subset, n_tokens, n_labels))
+
+    return mobius_residual(conditional, positions).to(torch.get_default_dtype())
+
+
+def kernel_from_signature(delta: torch.Tensor, context_weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Token kernel ``sum_{w,y} rho(w) Delta_{v,w}(y) Delta_{v',w}(y)`` of one pure signature: Tensor[V, V].
+
+    ``delta``: Tensor[V, ..., C]; ``context_weights``: Tensor[...] over the context axes (default uniform
+    average). NaN cells (unseen contexts) contribute nothing.
+    """
+    n_tokens = delta.shape[0]
+    flat = torch.nan_to_num(delta.double(), nan=0.0).reshape(n_tokens, -1, delta.shape[-1])
+    if context_weights is None:
+        weights = torch.full((flat.shape[1],), 1.0 / flat.shape[1], dtype=torch.float64, device=delta.device)
+    else:
+        weights = context_weights.double().reshape(-1)
+    weighted = flat * weights.sqrt()[None, :, None]
+    rows = weighted.reshape(n_tokens, -1)
+    return (rows @ rows.T).to(torch.get_default_dtype())
+
+
+def signature_kernel(tokens: torch.Tensor, labels: torch.Tensor, order: int, n_tokens: int,
+                     n_labels: int) -> torch.Tensor:
+    """Counted pure order-k token kernel ``K^(k)`` (eq. 1.10): Tensor[V, V].
+
+    Sums over query positions ``i`` and ordered context tuples ``J`` (``|J| = k``), weighting contexts
+    by the product of their empirical position marginals.
+    """
+    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    seq_len = tokens.shape[1]
+    if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < seq_len:
+        raise ValueError(f"order must be an int in [0, {seq_len - 1}] (number of context tokens), got {order!r}")
+    marginals = [torch.bincount(tokens[:, p], minlength=n_tokens).double() / tokens.shape[0] for p in range(seq_len)]
+    kernel = torch.zeros(n_tokens, n_tokens, dtype=torch.float64, device=tokens.device)
+    for i in range(seq_len):
+        others = [p for p in range(seq_len) if p != i]
+        for context in itertools.combinations(others, order):
+            delta = pure_signature(tokens, labels, [i, *context], n_tokens, n_labels)
+            rho = torch.ones((), dtype=torch.float64, device=tokens.device)
+            for p in context:
+                rho = rho[..., None] * marginals[p]
+            # ordered tuples J: every permutation of the context gives the same term
+            kernel += math.factorial(order) * kernel_from_signature(delta, rho if order else None).double()
+    return kernel.to(torch.get_default_dtype())

@@ -1,0 +1,195 @@
+"""One training loop for every model: fresh batches sampled on the device, a recording schedule,
+preallocated snapshots, seeds, ``device="auto"`` and a progress bar for people watching."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from ._checks import check_choice, check_finite_float, check_positive_int
+from .runtime import is_headless, resolve_device
+from .tasks import Batch
+
+__all__ = ["TrainConfig", "History", "train"]
+
+_OPTIMIZERS = ("adam", "sgd")
+
+
+class SupportsSample(Protocol):
+    """What ``train`` needs from a task: sizes and ``sample(n, generator) -> Batch``."""
+
+    vocab_size: int
+    seq_len: int
+    n_labels: int
+
+    def sample(self, n: int, generator: torch.Generator | None = None) -> Batch: ...
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run; a run is a pure function of its config, model and task.
+
+    ``batch_size`` fresh samples per step (population training); ``record_every`` sets the snapshot
+    schedule (step 0 and the last step are always recorded); ``eval_size`` samples form the fixed
+    batch on which loss and accuracy are recorded. ``progress=None`` shows a bar only to a person.
+    """
+
+    steps: int
+    lr: float = 1e-2
+    batch_size: int = 512
+    record_every: int = 100
+    seed: int = 0
+    optimizer: str = "adam"
+    eval_size: int = 4096
+    device: str = "auto"
+    progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        check_positive_int("steps", self.steps)
+        check_finite_float("lr", self.lr, strictly_positive=True)
+        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("record_every", self.record_every)
+        check_positive_int("eval_size", self.eval_size)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        check_choice("optimizer", self.optimizer, _OPTIMIZERS)
+        resolve_device(self.device)  # validates the name and availability
+        if self.progress is not None and not isinstance(self.progress, bool):
+            raise TypeError(f"progress must be True, False or None, got {self.progress!r}")
+
+
+@dataclass
+class History:
+    """What a run recorded, on the CPU: ``steps`` LongTensor[T], ``loss``/``accuracy`` Tensor[T],
+    ``embeddings`` Tensor[T, V, d]; ``interrupted`` is True if training was stopped by the user."""
+
+    steps: torch.Tensor
+    loss: torch.Tensor
+    accuracy: torch.Tensor
+    embeddings: torch.Tensor
+    config: TrainConfig
+    seconds: float = 0.0
+    interrupted: bool = False
+    extras: dict = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: final loss, accuracy, steps and time."""
+        return (f"{int(self.steps[-1])} steps, final loss {float(self.loss[-1]):.4f}, "
+                f"accuracy {float(self.accuracy[-1]):.3f}, {self.seconds:.1f} s")
+
+    def as_dict(self) -> dict:
+        """Plain-dict view (for saving with ``torch.save``)."""
+        out = {k: getattr(self, k) for k in ("steps", "loss", "accuracy", "embeddings", "seconds", "interrupted")}
+        out["config"] = asdict(self.config)
+        return out
+
+
+def _record_steps(steps: int, every: int) -> torch.Tensor:
+    marks = list(range(0, steps + 1, every))
+    if marks[-1] != steps:
+        marks.append(steps)
+    return torch.tensor(marks, dtype=torch.long)
+
+
+def _show_progress(flag: bool | None) -> bool:
+    if flag is not None:
+        return flag
+    if os.environ.get("STAIRCASE_PROGRESS", "").strip() in ("0", "1"):
+        return os.environ["STAIRCASE_PROGRESS"].strip() == "1"
+    if is_headless():
+        return bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return True
+
+
+def _make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    return torch.optim.SGD(params, lr=lr)
+
+
+def train(model: nn.Module, task: SupportsSample, config: TrainConfig) -> History:
+    """Train ``model`` on fresh samples of ``task`` with cross-entropy and record a :class:`History`.
+
+    The model is moved to ``config.device`` and trained in place. Loss and accuracy are measured on a
+    fixed evaluation batch at each recorded step; the embedding matrix is snapshotted there too.
+    Raises ``FloatingPointError`` if the loss becomes NaN or infinite; on ``KeyboardInterrupt`` the
+    history recorded so far is returned with ``interrupted=True``.
+    """
+    if not isinstance(model, nn.Module) or not hasattr(model, "embedding"):
+        raise TypeError(f"model must be a staircase_lib model (nn.Module with .embedding), got {type(model).__name__}")
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    for name in ("vocab_size", "seq_len", "n_labels"):
+        if getattr(task, name, None) != getattr(model, name, None):
+            raise ValueError(f"task.{name}={getattr(task, name, None)} does not match model.{name}="
+                             f"{getattr(model, name, None)}")
+    device = resolve_device(config.device)
+    torch.manual_seed(config.seed)
+    model.to(device).train()
+    data_gen = torch.Generator(device=device).manual_seed(config.seed)
+    eval_batch = task.sample(config.eval_size, torch.Generator(device=device).manual_seed(config.seed + 10_000))
+    optimizer = _make_optimizer(config.optimizer, model.parameters(), config.lr)
+    loss_fn = nn.CrossEntropyLoss()
+
+    marks = _record_steps(config.steps, config.record_every)
+    mark_list = marks.tolist()
+    n_marks = len(mark_list)
+    loss_rec = torch.empty(n_marks, device=device)
+    acc_rec = torch.empty(n_marks, device=device)
+    emb_rec = torch.empty((n_marks, *model.embedding.shape), device=device)
+    recorded = 0
+
+    def record() -> None:
+        nonlocal recorded
+        with torch.no_grad():
+            logits = model.logits(eval_batch.tokens)
+            loss_rec[recorded] = loss_fn(logits, eval_batch.labels)
+            acc_rec[recorded] = (logits.argmax(-1) == eval_batch.labels).float().mean()
+            emb_rec[recorded] = model.embedding.detach()
+        if not torch.isfinite(loss_rec[recorded]):
+            raise FloatingPointError(
+                f"loss became {float(loss_rec[recorded])} at step {mark_list[recorded]} with lr={config.lr}; "
+                "try a smaller learning rate or a smaller initialization (larger gamma)")
+        recorded += 1
+
+    bar = None
+    if _show_progress(config.progress):
+        from tqdm.auto import tqdm
+        bar = tqdm(total=config.steps, desc="training", leave=False)
+    start = time.perf_counter()
+    interrupted = False
+    try:
+        next_mark = 0
+        for step in range(config.steps + 1):
+            if step == mark_list[next_mark]:
+                record()
+                next_mark = min(next_mark + 1, n_marks - 1)
+                if bar is not None:
+                    bar.update(step - bar.n)
+            if step == config.steps:
+                break
+            batch = task.sample(config.batch_size, data_gen)
+            loss = loss_fn(model.logits(batch.tokens), batch.labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if bar is not None:
+            bar.close()
+    model.eval()
+    return History(
+        steps=marks[:recorded].clone(),
+        loss=loss_rec[:recorded].cpu(),
+        accuracy=acc_rec[:recorded].cpu(),
+        embeddings=emb_rec[:recorded].cpu(),
+        config=config,
+        seconds=time.perf_counter() - start,
+        interrupted=interrupted,
+    )
