@@ -1,0 +1,56 @@
+# The Context Staircase: build the book and run every check.
+#   make book   execute every chapter and build the HTML into _build/html (strict)
+#   make test   library tests, chapter notebooks, strict book build, browser test
+# Both create .venv and install everything on first use; they need only python3 (3.11) and make.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+VENDOR := _vendor/vendor/.stamp
+
+# The strict book build, shared by `book` and `test`. Always from scratch (--all and no old doctrees),
+# because an incremental build hides warnings.
+define build-book
+rm -rf _build/html _build/.doctrees
+$(NB_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter-book build --all . -W -n --keep-going
+endef
+
+# Every book/test target runs headless: STAIRCASE_HEADLESS for the library, two BLAS threads, and
+# matplotlib's Agg backend for plain Python. Jupyter kernels need the inline backend instead (with
+# MPLBACKEND=Agg a notebook's figures are never displayed, so the book would lose every plot), so the
+# commands that execute notebooks override it with NB_ENV.
+export STAIRCASE_HEADLESS := 1
+export OMP_NUM_THREADS := 2
+NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
+
+.PHONY: install vendor book test clean distclean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -r requirements.txt
+	$(PY) -m pip install -e .
+	touch $@
+
+vendor: $(VENDOR)
+
+$(VENDOR): tools/vendor_js.sh tools/mathjax_hub_shim.js
+	tools/vendor_js.sh
+
+book: $(STAMP) $(VENDOR)
+	$(build-book)
+
+test: $(STAMP) $(VENDOR)
+	tools/install_chromium.sh
+	$(PY) -m pytest tests -m "not book" --cov=staircase_lib --cov-report=term
+	$(NB_ENV) $(PY) tools/run_chapters.py
+	$(build-book)
+	$(PY) -m pytest tests -m book -rs
+
+clean:
+	rm -rf _build _vendor *.egg-info build .pytest_cache .coverage .hypothesis
+
+distclean: clean
+	rm -rf $(VENV)

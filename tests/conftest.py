@@ -1,0 +1,52 @@
+"""Shared fixtures for the library tests: headless plotting, one torch thread, modest hypothesis runs,
+and large samples of the staircase task drawn once per session."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from staircase_lib.tasks import StaircaseTask  # noqa: E402
+
+# The tests run many tiny tensor operations; one thread avoids oversubscription on small machines
+# and makes training runs bit-reproducible.
+torch.set_num_threads(1)
+
+settings.register_profile("staircase", max_examples=25, deadline=None)
+settings.load_profile("staircase")
+
+
+@pytest.fixture
+def task() -> StaircaseTask:
+    """The default three-attribute task (V=64, L=3, C=4)."""
+    return StaircaseTask()
+
+
+@pytest.fixture(scope="session")
+def big_sample():
+    """500k samples of the default task (seeded), shared by the statistical tests."""
+    task = StaircaseTask()
+    return task, task.sample(500_000, torch.Generator().manual_seed(1234))
+
+
+@pytest.fixture(scope="session")
+def small_alphabet_sample():
+    """400k samples of the a=2 task (V=8, C=2): every pair and triple context is seen often."""
+    task = StaircaseTask(strengths=(0.2, 0.3, 0.4), attribute_size=2)
+    return task, task.sample(400_000, torch.Generator().manual_seed(99))
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

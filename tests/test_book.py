@@ -1,0 +1,270 @@
+"""Checks on the built book in _build/html: every page is there, free of error output, loads nothing
+from the network, and renders in a real browser (math typeset, images and widgets drawn, no JS errors).
+
+Run the strict book build first (`make book`); `make test` does both in order.
+The browser test uses Debian's Chromium (/usr/bin/chromium) through Playwright; no browser download.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+pytestmark = pytest.mark.book
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+# Flags that work for headless Debian Chromium in a container (no sandbox, no GPU, no network chatter).
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--hide-scrollbars",
+]
+# Console messages that are known and harmless:
+# - pydata-sphinx-theme's "Got invalid theme mode" message;
+# - the html-manager's icon fonts, which do not load under file://;
+# - "Identifier 'THEBE_JS_URL' has already been declared": Sphinx 7.4 writes inline scripts that are
+#   registered after the builder starts twice (it re-adds them with filename '' instead of None), so
+#   sphinx-thebe's `const` line is declared twice. Thebe is off; the first copy still works.
+HARMLESS_CONSOLE = re.compile(
+    r"Got invalid theme mode|\.(woff2?|ttf|eot)\b|Identifier 'THEBE_JS_URL' has already been declared",
+    re.IGNORECASE)
+MATH_IN_SOURCE = re.compile(r"\$[^$\n]+\$|\$\$|\{math\}|\\begin\{(equation|align)")
+PLOTS_IN_SOURCE = re.compile(r"\bplt\.|\.plot\(|\bplotting\.|\.imshow\(")
+
+
+def _toc_docnames() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+    for part in toc.get("parts", []):
+        for entry in part.get("chapters", []):
+            names.append(entry["file"])
+            names.extend(section["file"] for section in entry.get("sections", []))
+    return [re.sub(r"\.(md|ipynb)$", "", n) for n in names]
+
+
+DOCNAMES = _toc_docnames()
+
+
+def _source(docname: str) -> Path:
+    for suffix in (".ipynb", ".md"):
+        path = ROOT / f"{docname}{suffix}"
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"no source for toc entry {docname!r}")
+
+
+BADGE_HINT = ("A Colab badge belongs in its own markdown cell tagged `remove-cell`: Colab, GitHub and "
+              "Jupyter still show it, and the book has its own launch button.")
+
+
+def _source_text(docname: str, cell_type: str) -> str:
+    """The text of a page's source: its cells of `cell_type` for a notebook, else the whole file."""
+    path = _source(docname)
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        return "\n".join(c.source for c in nb.cells if c.cell_type == cell_type)
+    return path.read_text() if cell_type == "markdown" else ""
+
+
+def _has_math(docname: str) -> bool:
+    return bool(MATH_IN_SOURCE.search(_source_text(docname, "markdown")))
+
+
+def _has_plots(docname: str) -> bool:
+    return bool(PLOTS_IN_SOURCE.search(_source_text(docname, "code")))
+
+
+def _repository_url() -> str:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    return config["repository"]["url"].rstrip("/")
+
+
+@pytest.fixture(scope="session")
+def html_dir() -> Path:
+    if not (HTML / "intro.html").exists():
+        pytest.fail(f"{HTML.relative_to(ROOT)} has no built book: run the book build first "
+                    "(`make book`, or `make test`, which builds it before this test)", pytrace=False)
+    return HTML
+
+
+def _page(html_dir: Path, docname: str) -> Path:
+    return html_dir / f"{docname}.html"
+
+
+def _soup(html_dir: Path, docname: str) -> BeautifulSoup:
+    return BeautifulSoup(_page(html_dir, docname).read_text(encoding="utf-8"), "html.parser")
+
+
+def test_every_chapter_notebook_is_in_the_toc():
+    # only_build_toc_files is on, so a notebook missing from _toc.yml would silently not be built.
+    chapters = {f"chapters/{p.stem}" for p in (ROOT / "chapters").glob("*.ipynb")}
+    missing = sorted(chapters - set(DOCNAMES))
+    assert not missing, f"chapter notebooks missing from _toc.yml (so not in the book): {missing}"
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_toc_page_exists(html_dir, docname):
+    assert _page(html_dir, docname).is_file(), f"toc entry {docname!r} has no page {docname}.html"
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_error_output(html_dir, docname):
+    soup = _soup(html_dir, docname)
+    problems = []
+    if soup.select(".output.traceback, .output.error"):
+        problems.append("an error/traceback output cell")
+    if "Traceback (most recent call last)" in soup.get_text():
+        problems.append("a Python traceback")
+    for div in soup.select(".output.stderr"):
+        if "Error" in div.get_text():
+            problems.append(f"stderr output with an error: {div.get_text()[:200]!r}")
+    assert not problems, f"{docname}.html contains " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_external_scripts_or_styles(html_dir, docname):
+    soup = _soup(html_dir, docname)
+    external = re.compile(r"^(https?:)?//", re.IGNORECASE)
+    found = [tag["src"] for tag in soup.find_all("script", src=True) if external.match(tag["src"])]
+    for link in soup.find_all("link", href=True):
+        rel = {r.lower() for r in link.get("rel", [])}
+        if rel & {"stylesheet", "preload", "modulepreload"} and external.match(link["href"]):
+            found.append(link["href"])
+    images = [img["src"] for img in soup.find_all("img", src=True) if external.match(img["src"])]
+    assert not found, f"{docname}.html loads from the network (the book must work offline): {found}"
+    assert not images, (f"{docname}.html shows images from the network, which are broken offline: "
+                        f"{images}. {BADGE_HINT}")
+
+
+def test_repository_links_use_the_configured_url(html_dir):
+    repo = _repository_url()
+    soup = _soup(html_dir, "intro")
+    hrefs = [a["href"] for a in soup.find_all("a", href=True)]
+    assert repo in hrefs, f"intro.html has no repository button linking to {repo} (from _config.yml)"
+    owner_repo = repo.split("github.com/", 1)[1]
+    for docname in DOCNAMES:
+        if _source(docname).suffix != ".ipynb":
+            continue
+        colab = f"https://colab.research.google.com/github/{owner_repo}/blob/main/{docname}.ipynb"
+        links = [a["href"] for a in _soup(html_dir, docname).find_all("a", href=True)]
+        assert colab in links, f"{docname}.html has no Colab launch link {colab}"
+
+
+# --------------------------------------------------------------------------------------------------
+# In the browser
+
+RENDER_STATE_JS = """() => {
+  const visible = el => {
+    if (el.closest('details:not([open])')) return false;
+    const style = getComputedStyle(el);
+    return style.display !== 'none' && style.visibility !== 'hidden' && el.offsetParent !== null;
+  };
+  const outputs = [...document.querySelectorAll('.cell_output')].filter(visible);
+  const emptyOutputs = outputs.filter(el => {
+    const rect = el.getBoundingClientRect();
+    const hasContent = el.innerText.trim().length > 0
+      || el.querySelector('img, svg, canvas, video, iframe, .jupyter-widgets, table');
+    return !(rect.height > 0 && hasContent);
+  }).map(el => el.outerHTML.slice(0, 160));
+  const widgetScripts = [...document.querySelectorAll(
+      'script[type="application/vnd.jupyter.widget-view+json"]')];
+  const unrenderedWidgets = widgetScripts.filter(s => {
+    const box = s.parentElement;
+    return !(box.querySelector('.jupyter-widgets') && box.getBoundingClientRect().height > 0);
+  }).length;
+  const images = [...document.images].filter(visible);
+  const brokenImages = images.filter(img => !(img.complete && img.naturalWidth > 0))
+      .map(img => img.getAttribute('src'));
+  return {
+    figures: document.querySelectorAll('.cell_output img').length,
+    mathjax: document.querySelectorAll('mjx-container').length,
+    rawMath: document.querySelectorAll('.math:not(:has(mjx-container))').length,
+    outputs: outputs.length, emptyOutputs, widgets: widgetScripts.length, unrenderedWidgets,
+    images: images.length, brokenImages,
+  };
+}"""
+
+WAIT_RENDERED_JS = """() => {
+  const mathReady = !document.querySelector('.math') || document.querySelector('mjx-container');
+  const widgets = [...document.querySelectorAll(
+      'script[type="application/vnd.jupyter.widget-view+json"]')];
+  const widgetsReady = widgets.every(s => s.parentElement.querySelector('.jupyter-widgets'));
+  const imagesReady = [...document.images].every(img => img.complete);
+  return mathReady && widgetsReady && imagesReady;
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        message = (f"{'!' * 72}\n{CHROMIUM} is missing, so the browser test cannot run.\n"
+                   f"Install Debian's Chromium as root:  apt-get update && apt-get install chromium\n"
+                   f"{'!' * 72}")
+        if os.environ.get("CI"):
+            pytest.fail(message + "\nCI must run the browser test.", pytrace=False)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_page_renders_in_browser(html_dir, browser, docname):
+    context = browser.new_context(viewport={"width": 1280, "height": 1400})
+    network, console_errors = [], []
+    # Record and block every request that leaves the machine: the book must render offline.
+    context.route(re.compile(r"^https?://"), lambda route: (network.append(route.request.url),
+                                                            route.abort()))
+    page = context.new_page()
+    page.on("pageerror", lambda exc: None if HARMLESS_CONSOLE.search(str(exc))
+            else console_errors.append(f"page error: {exc}"))
+
+    def on_console(msg):
+        if msg.type != "error":
+            return
+        where = (msg.location or {}).get("url", "")
+        text = f"{msg.text} ({where})" if where else msg.text
+        if not HARMLESS_CONSOLE.search(text):
+            console_errors.append(text)
+
+    page.on("console", on_console)
+    try:
+        page.goto(_page(html_dir, docname).as_uri(), wait_until="load")
+        try:
+            page.wait_for_function(WAIT_RENDERED_JS, timeout=20_000)
+        except Exception:  # noqa: BLE001 - report what is missing below instead of a bare timeout
+            pass
+        page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.wait_for_timeout(300)
+        state = page.evaluate(RENDER_STATE_JS)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{Path(docname).name}.png"), full_page=True)
+    finally:
+        context.close()
+
+    report = f"{docname}.html: {json.dumps(state)}"
+    if _has_math(docname):
+        assert state["mathjax"] > 0, f"math was not typeset by MathJax; {report}"
+        assert state["rawMath"] == 0, f"some math was left untypeset; {report}"
+    if _has_plots(docname):
+        # No figure at all usually means the kernel ran with a non-inline matplotlib backend
+        # (MPLBACKEND=Agg leaking into Jupyter), which silently drops every plot.
+        assert state["figures"] > 0, f"the notebook plots but the page shows no figure; {report}"
+    hint = f" {BADGE_HINT}" if "colab" in str(state["brokenImages"]) else ""
+    assert not state["brokenImages"], f"images failed to load: {state['brokenImages']}.{hint} {report}"
+    assert not state["emptyOutputs"], f"empty output areas: {state['emptyOutputs']}; {report}"
+    assert state["unrenderedWidgets"] == 0, f"widgets did not render; {report}"
+    assert not network, f"the page tried to reach the network: {network}"
+    assert not console_errors, f"JavaScript errors in the console: {console_errors}"
