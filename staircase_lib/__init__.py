@@ -4,11 +4,12 @@ Data flow: ``tasks`` -> ``signatures`` -> ``models``/``training`` -> ``metrics``
 """
 __version__ = "0.1.0"
 
-from . import exercises, metrics, models, plotting, signatures, tasks, training, widgets  # noqa: E402
+from . import ensemble, exercises, metrics, models, plotting, signatures, tasks, theory, training, widgets  # noqa: E402
 from .runtime import resolve_device, setup  # noqa: E402
 
 __all__ = [
     "__version__",
+    "ensemble",
     "exercises",
     "metrics",
     "models",
@@ -17,6 +18,7 @@ __all__ = [
     "setup",
     "signatures",
     "tasks",
+    "theory",
     "training",
     "widgets",
 ]

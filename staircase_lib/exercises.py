@@ -9,6 +9,8 @@ from typing import Callable
 import torch
 
 __all__ = ["Exercise", "EXERCISES", "ExerciseFailed", "check_label_signature", "check_pair_residual",
+           "check_predicted_velocity", "check_relative_gap", "check_readout_velocity",
+           "check_mode_strength", "check_half_time", "check_learning_order",
            "check_addition_kernel"]
 
 
@@ -154,3 +156,139 @@ def check_addition_kernel(addition_kernel: Callable) -> None:
             _fail("ex-1.3", f"n={n}: every column of K should sum to 0 - did you centre the signatures with "
                             "the label marginal pi?")
         _compare("ex-1.3", got, expected, f"n={n}", atol=1e-6)
+
+
+# ----- chapter 3 ------------------------------------------------------------------------------------
+def _ref_velocity(drives, readout, blocks, slope):
+    return slope * torch.einsum("lvc,cm,lmd->vd", drives.double(), readout.double(), blocks.double())
+
+
+def _random_factors(gen, n_pos=3, n_tokens=6, n_labels=4, d_hidden=5, d_embed=3):
+    drives = torch.randn(n_pos, n_tokens, n_labels, generator=gen)
+    return (drives - drives.mean(-1, keepdim=True), torch.randn(n_labels, d_hidden, generator=gen),
+            torch.randn(n_pos, d_hidden, d_embed, generator=gen))
+
+
+@_exercise("ex-3.1", "The leading-order embedding velocity", difficulty=2, minutes=25)
+def check_predicted_velocity(predicted_velocity: Callable) -> None:
+    """Check ``predicted_velocity(drives [L, V, C], readout [C, m], blocks [L, m, d], slope) -> Tensor[V, d]``."""
+    gen = torch.Generator().manual_seed(31)
+    for shape in ((3, 6, 4, 5, 3), (2, 4, 3, 7, 2)):
+        drives, readout, blocks = _random_factors(gen, *shape)
+        got = predicted_velocity(drives, readout, blocks, 0.5)
+        _compare("ex-3.1", got, _ref_velocity(drives, readout, blocks, 0.5),
+                 f"random factors with L, V, C, m, d = {shape} (sum over positions i of S^(i) W_2 W_1^(i))", atol=1e-4)
+    # against autograd on a small-init model
+    from .models import EmbMLP
+    from .tasks import StaircaseTask
+    from .theory import autograd_embedding_velocity, exact_signature_drives
+
+    task = StaircaseTask(strengths=(0.3, 0.3, 0.3), attribute_size=2)
+    model = EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d_embed=8, d_hidden=16, gamma=1.0, seed=3)
+    got = predicted_velocity(exact_signature_drives(task), model.readout.weight.detach(),
+                             model.first_layer_blocks().detach(), 0.5)
+    measured = autograd_embedding_velocity(model, task).double()
+    cosine = float(torch.nn.functional.cosine_similarity(torch.as_tensor(got).double().flatten(), measured.flatten(), 0))
+    if cosine < 0.999:
+        _fail("ex-3.1", f"cosine with the autograd velocity of a small-init GELU model is {cosine:.4f}, expected > 0.999 "
+                        "- check the factor sigma'(0) and which block W_1^(i) multiplies which S^(i)")
+
+
+@_exercise("ex-3.2", "Signature twins move together", difficulty=1, minutes=15)
+def check_relative_gap(relative_gap: Callable) -> None:
+    """Check ``relative_gap(embeddings [T, V, d], v, w) -> Tensor[T]`` = ||e_v - e_w|| / ||e_v|| per snapshot."""
+    gen = torch.Generator().manual_seed(32)
+    embeddings = torch.randn(5, 7, 3, generator=gen)
+    for v, w in ((0, 1), (3, 6), (2, 2)):
+        expected = (embeddings[:, v] - embeddings[:, w]).norm(dim=-1) / embeddings[:, v].norm(dim=-1)
+        _compare("ex-3.2", relative_gap(embeddings, v, w), expected.double(), f"tokens v={v}, w={w}")
+
+
+def _ref_readout_velocity(drives, embedding, blocks, slope):
+    return slope * torch.einsum("lvc,vd,lmd->cm", drives.double(), embedding.double(), blocks.double())
+
+
+@_exercise("ex-3.3", "The readout's velocity", difficulty=3, minutes=30)
+def check_readout_velocity(readout_velocity: Callable) -> None:
+    """Check ``readout_velocity(drives [L, V, C], embedding [V, d], blocks [L, m, d], slope) -> Tensor[C, m]``."""
+    gen = torch.Generator().manual_seed(33)
+    drives, _, blocks = _random_factors(gen)
+    embedding = torch.randn(drives.shape[1], blocks.shape[2], generator=gen)
+    _compare("ex-3.3", readout_velocity(drives, embedding, blocks, 0.5),
+             _ref_readout_velocity(drives, embedding, blocks, 0.5), "random factors (dW_2/dt = sigma'(0) sum_i S^(i)T E W_1^(i)T)",
+             atol=1e-4)
+
+
+# ----- chapter 2 ------------------------------------------------------------------------------------
+@_exercise("ex-2.1", "The closed-form mode strength", difficulty=1, minutes=15)
+def check_mode_strength(mode_strength: Callable) -> None:
+    """Check ``mode_strength(s, u0, t) -> Tensor``: the solution of du/dt = 2u(s - u), u(0) = u0 (broadcasting)."""
+    from .theory import mode_trajectory
+
+    s = torch.tensor([[3.0], [2.0], [1.0], [0.5]], dtype=torch.float64)
+    times = torch.linspace(0, 8, 41, dtype=torch.float64)
+    for u0 in (1e-3, 0.2):
+        got = mode_strength(s, u0, times[None, :])
+        expected = mode_trajectory(s.flatten(), u0, times)  # RK4 integration of the ODE
+        what = f"s = (3, 2, 1, 0.5) as a [4, 1] tensor, u0 = {u0}, t = 41 times in [0, 8] as a [1, 41] tensor"
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.isfinite(got).all():
+            if not torch.allclose(got.double()[:, 0], torch.full((4,), u0, dtype=torch.float64), rtol=1e-6):
+                _fail("ex-2.1", f"{what}: u(0) must equal u0, got {got[:, 0].tolist()}")
+            if torch.allclose(got.double(), mode_trajectory(s.flatten(), u0, 2 * times), atol=1e-4):
+                _fail("ex-2.1", f"{what}: your curves rise twice too fast - the growth rate is 2s, so at time t the "
+                                "exponent is 2st (did you use t where the formula has t/2?)")
+        _compare("ex-2.1", got, expected, what, atol=1e-4)
+    late = torch.tensor([0.0, 10.0, 100.0, 1000.0], dtype=torch.float64)
+    got = mode_strength(3.0, 1e-3, late)
+    if isinstance(got, torch.Tensor) and not torch.isfinite(got).all():
+        _fail("ex-2.1", f"s = 3, u0 = 1e-3 at t = {late.tolist()} gives {got.tolist()}: e^(2st) overflows for large st. "
+                        "Divide numerator and denominator by e^(2st) so that only e^(-2st) appears")
+    _compare("ex-2.1", got, torch.tensor([1e-3, 3.0, 3.0, 3.0], dtype=torch.float64),
+             f"s = 3, u0 = 1e-3 at t = {late.tolist()} (the mode must saturate at s)", atol=1e-4)
+
+
+@_exercise("ex-2.2", "Predict the half-rise time", difficulty=1, minutes=10)
+def check_half_time(half_time: Callable) -> None:
+    """Check ``half_time(s, u0) -> float``: the time at which the two-factor mode reaches s/2 (5% tolerance)."""
+    import math
+
+    from .theory import mode_trajectory
+
+    for s, u0 in ((3.0, 1e-3), (1.0, 1e-6), (2.0, 0.5), (0.5, 0.1), (1.5, 1e-2)):
+        got = half_time(s, u0)
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            _fail("ex-2.2", f"s={s}, u0={u0}: expected a number, got {type(got).__name__}")
+        expected = math.log(s / u0 - 1) / (2 * s)
+        if abs(got - expected) <= 0.05 * abs(expected):
+            continue
+        reached = float(mode_trajectory(s, u0, [got]).flatten()[0]) / s if got > 0 else u0 / s
+        hint = f"at your time the mode is at {reached:.1%} of s, not 50%"
+        if abs(got - math.log(s / u0) / (2 * s)) < 1e-3 * abs(expected):
+            hint = "log(s/u0)/(2s) is only the small-u0 approximation - solve u(t) = s/2 exactly (keep the -1)"
+        elif abs(got - 2 * expected) < 1e-3 * abs(expected) or abs(got - expected / 2) < 1e-3 * abs(expected):
+            hint += " - your answer is off by a factor of 2; the growth rate of u is 2s"
+        _fail("ex-2.2", f"s={s}, u0={u0}: expected t_half = {expected:.4f}, got {got:.4f} ({hint})")
+
+
+@_exercise("ex-2.3", "Strong modes first", difficulty=2, minutes=20)
+def check_learning_order(learning_order: Callable) -> None:
+    """Check ``learning_order(singular_values, u0) -> list[int]``: mode indices in the order they reach s/2."""
+    cases = [((3.0, 2.0, 1.0), 1e-3), ((1.0, 3.0, 2.0), 1e-3), ((0.8, 2.5, 1.6, 3.2), 1e-4)]
+    for values, u0 in cases:
+        got = learning_order(values, u0)
+        try:
+            got = [int(i) for i in (got.tolist() if isinstance(got, torch.Tensor) else got)]
+        except (TypeError, ValueError):
+            _fail("ex-2.3", f"singular values {values}: expected a list of mode indices, got {got!r}")
+        expected = sorted(range(len(values)), key=lambda k: -values[k])
+        if sorted(got) != list(range(len(values))):
+            _fail("ex-2.3", f"singular values {values}: expected each index 0..{len(values) - 1} once, got {got} "
+                            "(return indices of modes, not their singular values or times)")
+        if got == expected[::-1]:
+            _fail("ex-2.3", f"singular values {values}: got {got}, the reverse of the right order - the first mode "
+                            "to reach half strength should come first")
+        if got != expected:
+            _fail("ex-2.3", f"singular values {values}, u0={u0}: expected the order {expected}, got {got} - did every "
+                            "mode reach half strength within your simulated time?")

@@ -44,8 +44,7 @@ def signature_heatmap(matrix: torch.Tensor, ax: plt.Axes | None = None, title: s
     """Heatmap of a signature matrix (tokens x labels); NaN rows are drawn grey."""
     ax = _axes(ax, (3.2, 4.0))
     data = matrix.detach().cpu().double().numpy()
-    cm = mpl.colormaps[cmap].copy()
-    cm.set_bad("lightgrey")
+    cm = mpl.colormaps[cmap].with_extremes(bad="lightgrey")  # a copy; set_bad is deprecated
     image = ax.imshow(data, aspect="auto", interpolation="nearest", cmap=cm, **imshow)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     if data.shape[1] <= 12:

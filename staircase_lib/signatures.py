@@ -71,7 +71,9 @@ def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
     n_labels = check_positive_int("n_labels", n_labels)
     if not isinstance(labels, torch.Tensor):
         raise TypeError(f"labels must be a torch.Tensor of shape [N], got {type(labels).__name__}")
-    labels = check_labels("labels", labels, labels.shape[0] if labels.dim() else -1, n_labels)
+    if labels.dim() != 1 or labels.shape[0] == 0:
+        raise ValueError(f"labels must have shape [N] with N >= 1, got shape {tuple(labels.shape)}")
+    labels = check_labels("labels", labels, labels.shape[0], n_labels)
     return torch.bincount(labels, minlength=n_labels).to(torch.get_default_dtype()) / labels.shape[0]
 
 
@@ -111,6 +113,8 @@ def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n
     """
     tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
     positions = range(tokens.shape[1]) if position is None else _check_positions("position", position, tokens.shape[1])
+    if reference is not None and not isinstance(reference, torch.Tensor):
+        raise TypeError(f"reference must be a torch.Tensor of shape [{n_labels}] or None, got {type(reference).__name__}")
     q = label_marginal(labels, n_labels).double() if reference is None else reference.double()
     if q.shape != (n_labels,):
         raise ValueError(f"reference must have shape [{n_labels}], got {tuple(q.shape)}")

@@ -36,7 +36,8 @@ def explore(function: Callable[..., Any], static: bool | None = None, **controls
 
     With a live kernel (Jupyter, Colab) the controls are real widgets. Headless (the book build,
     nbval, scripts; or ``static=True``) the function runs once at its default setting, so the page
-    shows a real figure instead of an empty widget. Returns the interactive widget or the result.
+    shows a real figure instead of an empty widget. Returns the function's result when static, else None
+    (so the cell does not echo anything after the live widget).
     """
     if not callable(function):
         raise TypeError(f"function must be callable, got {type(function).__name__}")
@@ -53,5 +54,7 @@ def explore(function: Callable[..., Any], static: bool | None = None, **controls
         print(f"Static view at the default setting ({setting}). Run the notebook in Jupyter or Colab to use the controls.")
         return function(**kwargs)
     import ipywidgets
+    from IPython.display import display
 
-    return ipywidgets.interact(function, **controls)
+    display(ipywidgets.interactive(function, **controls))
+    return None

@@ -1,0 +1,411 @@
+"""Train many small Emb-MLPs as one batched computation (seeds x init scales x task strengths).
+
+``train_ensemble`` stacks the K members' parameters along a leading axis and runs a hand-written
+forward and backward pass with batched matmuls, then one Adam (or SGD) step on a single flat buffer.
+Each member sees exactly the data that ``training.train`` would sample for it, so member ``k``
+reproduces ``train(models[k], task, replace(config, seed=seeds[k]))`` up to float rounding.
+
+The first layer is computed per token instead of per sample: with ``P = E W1^(i)T`` (Tensor[V, m] for
+each position block ``i``) the pre-activation of a sequence is ``b1 + sum_i P_i[x_i]``, so the matmuls
+act on V rows instead of N and the per-sample work is a gather (forward) and a scatter (backward).
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import replace
+from typing import Callable, Sequence
+
+import torch
+from torch.nn import functional as F
+
+from .models import ACTIVATIONS, EmbMLP
+from .runtime import resolve_device
+from .tasks import StaircaseTask
+from .training import History, TrainConfig, _record_steps, _show_progress
+
+__all__ = ["train_ensemble"]
+
+_ARCH = ("vocab_size", "seq_len", "n_labels", "d_embed", "d_hidden", "activation", "pool")
+_PARTS = ("embedding", "hidden.weight", "hidden.bias", "readout.weight", "readout.bias")
+_BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8  # torch.optim.Adam defaults, as in training.train
+_FUSED_ADAM = True  # use torch._fused_adam_ when this torch has it
+_NO_ONEDNN = True  # run without oneDNN: its GELU costs ~10-25 us per call in set-up alone
+_CHUNK_SAMPLES = 1 << 19  # samples drawn per refill of the data streams (all members together)
+
+_ACT_BACKWARD: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    # (grad wrt output, pre-activation, output) -> grad wrt pre-activation
+    "gelu": lambda g, a, h: torch.ops.aten.gelu_backward(g, a),
+    "silu": lambda g, a, h: torch.ops.aten.silu_backward(g, a),
+    "tanh": lambda g, a, h: torch.ops.aten.tanh_backward(g, h),
+    "relu": lambda g, a, h: torch.ops.aten.threshold_backward(g, h, 0),
+    "identity": lambda g, a, h: g,
+    "linear": lambda g, a, h: g,
+    "quadratic": lambda g, a, h: g * (1.0 + a),
+}
+
+
+def _activation_backward(name: str) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
+    if name in _ACT_BACKWARD:
+        return _ACT_BACKWARD[name]
+    act = ACTIVATIONS[name]
+
+    def by_autograd(g, a, h):  # any activation added to models.ACTIVATIONS later
+        with torch.enable_grad():
+            a = a.detach().requires_grad_(True)
+            return torch.autograd.grad(act(a), a, g)[0]
+    return by_autograd
+
+
+# ----- argument checks -------------------------------------------------------------------------
+def _check_models(models) -> list[EmbMLP]:
+    if not isinstance(models, (list, tuple)) or len(models) == 0:
+        raise ValueError(f"models must be a non-empty list of EmbMLP, got {models!r:.80}")
+    for k, model in enumerate(models):
+        if not isinstance(model, EmbMLP):
+            raise TypeError(f"models[{k}] must be an EmbMLP, got {type(model).__name__}")
+    for k, model in enumerate(models[1:], start=1):
+        for name in _ARCH:
+            if getattr(model, name) != getattr(models[0], name):
+                raise ValueError(f"models[{k}].{name}={getattr(model, name)!r} differs from models[0].{name}="
+                                 f"{getattr(models[0], name)!r}; an ensemble needs one architecture "
+                                 "(seed and gamma may differ)")
+        frozen = [p.requires_grad for p in model.parameters()] != [p.requires_grad for p in models[0].parameters()]
+        if frozen:
+            raise ValueError(f"models[{k}] freezes other parameters than models[0] (requires_grad differs)")
+    if len({id(m) for m in models}) != len(models):
+        raise ValueError("models must be distinct objects (the same model appears twice)")
+    return list(models)
+
+
+def _check_tasks(task, tasks, models: list[EmbMLP]) -> list:
+    if task is not None and tasks is not None:
+        raise ValueError("pass either task (one task, or a list with one per member) or tasks, not both")
+    given = tasks if tasks is not None else task
+    name = "tasks" if tasks is not None else "task"
+    if given is None:
+        raise ValueError("task must be given (or tasks, one per member)")
+    if isinstance(given, (list, tuple)):
+        if len(given) != len(models):
+            raise ValueError(f"{name} must hold one task per model ({len(models)}), got {len(given)}")
+        given = list(given)
+    else:
+        given = [given] * len(models)
+    for k, t in enumerate(given):
+        if not callable(getattr(t, "sample", None)):
+            raise TypeError(f"{name}[{k}] must have a sample(n, generator) method, got {type(t).__name__}")
+        for attr in ("vocab_size", "seq_len", "n_labels"):
+            if getattr(t, attr, None) != getattr(models[0], attr):
+                raise ValueError(f"{name}[{k}].{attr}={getattr(t, attr, None)} does not match model.{attr}="
+                                 f"{getattr(models[0], attr)}")
+    return given
+
+
+def _check_seeds(seeds, config: TrainConfig, k: int) -> list[int]:
+    if seeds is None:
+        return [config.seed + i for i in range(k)]
+    if not isinstance(seeds, (list, tuple)) or len(seeds) != k:
+        raise ValueError(f"seeds must be a list of {k} non-negative ints (one per model), got {seeds!r}")
+    for i, s in enumerate(seeds):
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise ValueError(f"seeds[{i}] must be a non-negative int, got {s!r}")
+    return list(seeds)
+
+
+# ----- data streams ----------------------------------------------------------------------------
+class _Streams:
+    """K independent data streams, drawn ahead in chunks; step ``s`` of member ``k`` is the batch that
+    ``task.sample(n, gen_k)`` would return at its ``s``-th call.
+
+    For a ``StaircaseTask`` on the CPU with power-of-two sizes, the three random draws of ``sample``
+    (randint tokens, rand rule, randint noise label) each take one 32-bit Mersenne-Twister word per
+    element, so a whole chunk of steps comes from one call per member and the labels are computed for
+    all members at once. This is checked against ``task.sample`` at start; otherwise (other tasks,
+    other devices) the streams call ``task.sample`` once per member and step.
+    """
+
+    def __init__(self, tasks: list, seeds: list[int], n: int, steps: int, device: torch.device, prepare):
+        self.tasks, self.n, self.device, self.prepare, self.left = tasks, n, device, prepare, steps
+        self.gens = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+        self.per_chunk = max(1, min(steps, _CHUNK_SAMPLES // (n * len(tasks))))
+        self.chunk, self.pos, self.chunk_len = (), 0, 0
+        self.fast = self._fast_path_ok()
+
+    def _fast_path_ok(self) -> bool:
+        t0 = self.tasks[0]
+        a = getattr(t0, "attribute_size", 0)
+        if self.device.type != "cpu" or any(type(t) is not StaircaseTask for t in self.tasks) or a & (a - 1):
+            return False
+        if any(t.attribute_size != a for t in self.tasks):
+            return False
+        table = t0.attributes(torch.arange(t0.vocab_size))  # [V, 3]
+        self.attr = table.T.contiguous()  # [3, V]
+        self.a = a
+        self.cum = torch.tensor([[list(itertools.accumulate(t.strengths))] for t in self.tasks])  # [K, 1, 3]
+        for k in range(len(self.tasks)):  # one batch from a copy of each generator, both ways
+            g1 = torch.Generator().set_state(self.gens[k].get_state())
+            g2 = torch.Generator().set_state(self.gens[k].get_state())
+            ref = self.tasks[k].sample(self.n, g1)
+            tok, lab = self._draw_fast([g2], 1, k)
+            if not (torch.equal(tok[0, 0], ref.tokens) and torch.equal(lab[0, 0], ref.labels)):
+                return False
+        return True
+
+    def _draw_fast(self, gens, steps: int, first: int = 0):
+        n, L, V = self.n, StaircaseTask.seq_len, self.tasks[0].vocab_size
+        raw = torch.empty(len(gens), steps, n * (L + 2), dtype=torch.int32)
+        for k, g in enumerate(gens):
+            raw[k].random_(generator=g)  # random() % 2**31: the low bits are the same 32-bit word's
+        tokens = raw[..., : n * L].bitwise_and(V - 1).long().view(len(gens), steps, n, L)
+        u = raw[..., n * L: n * (L + 1)].bitwise_and(0xFFFFFF).float().mul_(2.0 ** -24)
+        noise = raw[..., n * (L + 1):].bitwise_and(self.a - 1).long()
+        cum = self.cum[first: first + len(gens)]
+        rule = (u[..., None] >= cum[:, :, None]).sum(-1)  # = torch.bucketize(u, cum, right=True)
+        g, h, m = self.attr[0][tokens[..., 0]], self.attr[1][tokens], self.attr[2][tokens]
+        rules = torch.stack((g, (h[..., 0] + h[..., 1]) % self.a, m.sum(-1) % self.a, noise), dim=-1)
+        return tokens, rules.gather(-1, rule[..., None]).squeeze(-1)
+
+    def _refill(self) -> None:
+        steps = max(1, min(self.per_chunk, self.left))
+        if self.fast:
+            tokens, labels = self._draw_fast(self.gens, steps)
+        else:
+            batches = [[t.sample(self.n, g) for _ in range(steps)] for t, g in zip(self.tasks, self.gens)]
+            tokens = torch.stack([torch.stack([b.tokens for b in bs]) for bs in batches])
+            labels = torch.stack([torch.stack([b.labels for b in bs]) for bs in batches])
+        # [S, K, n, L] and [S, K, n], then whatever the model wants per step (index tensors)
+        self.chunk = self.prepare(tokens.to(self.device).transpose(0, 1), labels.to(self.device).transpose(0, 1))
+        self.left -= steps
+        self.pos, self.chunk_len = 0, steps
+
+    def next(self) -> tuple:
+        """The prepared tensors of the next step (see ``_Stack.prepare``)."""
+        if self.pos == self.chunk_len:
+            self._refill()
+        self.pos += 1
+        return tuple(part[self.pos - 1] for part in self.chunk)
+
+
+# ----- the stacked model -----------------------------------------------------------------------
+class _Stack:
+    """Parameters of K Emb-MLPs in one flat buffer, with a hand-written forward and backward pass.
+
+    Views: ``E`` [K, V, d], ``W1`` [K, B, m, d] (B position blocks of the first layer; B = L for
+    concat pooling, 1 for sum pooling), ``b1`` [K, m], ``W2`` [K, C, m], ``b2`` [K, C].
+    """
+
+    def __init__(self, models: list[EmbMLP], device: torch.device):
+        m0 = models[0]
+        K, V, d, m, C, L = len(models), m0.vocab_size, m0.d_embed, m0.d_hidden, m0.n_labels, m0.seq_len
+        B = L if m0.pool == "concat" else 1
+        self.K, self.V, self.d, self.m, self.C, self.L, self.B = K, V, d, m, C, L, B
+        self.shapes = [(K, V, d), (K, B, m, d), (K, m), (K, C, m), (K, C)]
+        sizes = [int(torch.Size(s).numel()) for s in self.shapes]
+        self.theta = torch.empty(sum(sizes), device=device)
+        self.grad = torch.zeros_like(self.theta)
+        self.params = self._views(self.theta, sizes)
+        self.grads = self._views(self.grad, sizes)
+        self.trainable = [p.requires_grad for p in (m0.embedding, m0.hidden.weight, m0.hidden.bias,
+                                                    m0.readout.weight, m0.readout.bias)]
+        with torch.no_grad():
+            for k, model in enumerate(models):
+                for view, value in zip(self.params, self._member_tensors(model)):
+                    view[k].copy_(value)
+        self.act = ACTIVATIONS[m0.activation]
+        self.act_backward = _activation_backward(m0.activation)
+        # token (k, v) at position i reads row (k * V + v) * B + (i if concat else 0) of P
+        self.offset = torch.arange(K, device=device)[:, None, None] * V
+        self._minus_one = None
+        self.position = (torch.arange(L, device=device) if B > 1 else torch.zeros(L, dtype=torch.long, device=device))
+
+    def _views(self, flat: torch.Tensor, sizes) -> list[torch.Tensor]:
+        return [part.view(shape) for part, shape in zip(flat.split(sizes), self.shapes)]
+
+    def _member_tensors(self, model: EmbMLP):
+        w1 = model.hidden.weight.detach().reshape(self.m, self.B, self.d).permute(1, 0, 2)
+        return (model.embedding.detach(), w1, model.hidden.bias.detach(), model.readout.weight.detach(),
+                model.readout.bias.detach())
+
+    def copy_to(self, models: list[EmbMLP]) -> None:
+        """Write the trained parameters back into the member models."""
+        E, W1, b1, W2, b2 = self.params
+        with torch.no_grad():
+            for k, model in enumerate(models):
+                model.embedding.copy_(E[k])
+                model.hidden.weight.copy_(W1[k].permute(1, 0, 2).reshape(self.m, self.B * self.d))
+                model.hidden.bias.copy_(b1[k])
+                model.readout.weight.copy_(W2[k])
+                model.readout.bias.copy_(b2[k])
+
+    def rows(self, tokens: torch.Tensor, stacked: bool = True) -> torch.Tensor:
+        """Row indices into P for tokens LongTensor[..., K, n, L] (or [1, n, L] for one member's P when
+        ``stacked=False``): LongTensor[..., K * n, L]."""
+        base = self.offset + tokens if stacked else tokens
+        return (base * self.B + self.position).flatten(-3, -2)
+
+    def prepare(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Per-step index tensors for a chunk of S steps: rows [S, K*n, L] (the gather), the same rows by
+        position [S, L, K*n] (the scatter) and labels [S, K, 1, n]."""
+        rows = self.rows(tokens)
+        return rows, rows.transpose(1, 2).contiguous(), labels[:, :, None].contiguous()
+
+    def forward(self, rows: torch.Tensor, n: int, members: slice = slice(None)):
+        """Pre-activations and hidden units [k, n, m], transposed logits [k, C, n], token table P."""
+        E, W1, b1, W2, b2 = (p[members] for p in self.params)
+        k = E.shape[0]
+        P = torch.bmm(E, W1.reshape(k, self.B * self.m, self.d).transpose(1, 2))  # [k, V, B*m]
+        if self.B > 1:
+            P.view(k, self.V, self.B, self.m)[:, :, 0].add_(b1[:, None])  # bias once per sequence
+        pre = F.embedding_bag(rows, P.view(-1, self.m), mode="sum").view(k, n, self.m)
+        if self.B == 1:
+            pre += b1[:, None]
+        hidden = self.act(pre)
+        logits_t = torch.baddbmm(b2[:, :, None], W2, hidden.transpose(1, 2))  # [k, C, n]: faster than [k, n, C]
+        return pre, hidden, logits_t, P
+
+    def backward(self, rows: torch.Tensor, cols: torch.Tensor, labels: torch.Tensor) -> None:
+        """Gradients of each member's mean cross-entropy into ``self.grads`` (arguments from ``prepare``)."""
+        n = labels.shape[2]
+        pre, hidden, logits_t, P = self.forward(rows, n)
+        E, W1, b1, W2, b2 = self.params
+        gE, gW1, gb1, gW2, gb2 = self.grads
+        K, V, B, m, d = self.K, self.V, self.B, self.m, self.d
+        if self._minus_one is None or self._minus_one.shape[2] != n:
+            self._minus_one = torch.full((K, 1, n), -1.0, device=self.theta.device)
+        dz = torch.softmax(logits_t, 1)  # [K, C, n]
+        dz.scatter_add_(1, labels, self._minus_one).mul_(1.0 / n)
+        if self.trainable[3]:
+            torch.bmm(dz, hidden, out=gW2)
+        if self.trainable[4]:
+            torch.sum(dz, 2, out=gb2)
+        dpre = self.act_backward(torch.bmm(dz.transpose(1, 2), W2), pre, hidden).view(K * n, m)
+        dP = torch.zeros_like(P).view(-1, m)
+        for i in range(self.L):  # one scatter per position: faster than one scatter of L*n rows
+            dP.index_add_(0, cols[i], dpre)
+        dP = dP.view(K, V, B * m)
+        if self.trainable[2]:
+            if B > 1:
+                torch.sum(dP.view(K, V, B, m)[:, :, 0], 1, out=gb1)
+            else:
+                torch.sum(dpre.view(K, n, m), 1, out=gb1)
+        if self.trainable[1]:
+            torch.bmm(dP.transpose(1, 2), E, out=gW1.view(K, B * m, d))
+        if self.trainable[0]:
+            torch.bmm(dP, W1.view(K, B * m, d), out=gE)
+
+
+class _Optimizer:
+    """Adam (``torch.optim.Adam`` defaults) or plain SGD on the flat parameter buffer. Adam is
+    elementwise, so one buffer behaves exactly like K separate optimizers."""
+
+    def __init__(self, name: str, theta: torch.Tensor, grad: torch.Tensor, lr: float):
+        self.name, self.theta, self.grad, self.lr = name, theta, grad, lr
+        self.exp_avg, self.exp_avg_sq = torch.zeros_like(theta), torch.zeros_like(theta)
+        self.count = torch.zeros((), device=theta.device)  # the step counter, as in torch.optim.Adam
+        self.fused = _FUSED_ADAM and hasattr(torch, "_fused_adam_")
+
+    def step(self) -> None:
+        if self.name == "sgd":
+            self.theta.add_(self.grad, alpha=-self.lr)
+        elif self.fused:  # torch.optim.Adam(fused=True): one kernel instead of seven passes
+            self.count += 1
+            torch._fused_adam_([self.theta], [self.grad], [self.exp_avg], [self.exp_avg_sq], [], [self.count],
+                               lr=self.lr, beta1=_BETA1, beta2=_BETA2, weight_decay=0.0, eps=_EPS,
+                               amsgrad=False, maximize=False)
+        else:  # torch.optim.Adam's single-tensor path, op for op
+            self.count += 1
+            step = float(self.count)
+            self.exp_avg.lerp_(self.grad, 1 - _BETA1)
+            self.exp_avg_sq.mul_(_BETA2).addcmul_(self.grad, self.grad, value=1 - _BETA2)
+            denom = (self.exp_avg_sq.sqrt() / (1 - _BETA2 ** step) ** 0.5).add_(_EPS)
+            self.theta.addcdiv_(self.exp_avg, denom, value=-self.lr / (1 - _BETA1 ** step))
+
+
+def train_ensemble(models: Sequence[EmbMLP], task=None, config: TrainConfig | None = None, tasks=None,
+                   seeds: Sequence[int] | None = None) -> list[History]:
+    """Train K Emb-MLPs of one architecture together and return one :class:`History` per member.
+
+    Members may differ in seed, ``gamma`` and task (``task`` is one task for all, or a list of K;
+    ``tasks=`` is the same list by name). Member ``k`` trains on the stream of
+    ``train(models[k], tasks[k], replace(config, seed=seeds[k]))`` (default ``seeds[k] = config.seed + k``)
+    and its History equals that run's up to float rounding; ``History.seconds`` is the ensemble's
+    wall time. The trained parameters are copied back into ``models``.
+    """
+    models = _check_models(models)
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    tasks = _check_tasks(task, tasks, models)
+    seeds = _check_seeds(seeds, config, len(models))
+    device = resolve_device(config.device)
+    torch.manual_seed(config.seed)
+    for model in models:
+        model.to(device).train()
+    configs = [replace(config, seed=s) for s in seeds]
+    K, n = len(models), config.batch_size
+    stack = _Stack(models, device)
+    streams = _Streams(tasks, seeds, n, config.steps, device, stack.prepare)
+    evals = [t.sample(config.eval_size, torch.Generator(device=device).manual_seed(s + 10_000))
+             for t, s in zip(tasks, seeds)]
+    eval_rows = [stack.rows(b.tokens[None], stacked=False) for b in evals]
+    optimizer = _Optimizer(config.optimizer, stack.theta, stack.grad, config.lr)
+
+    marks = _record_steps(config.steps, config.record_every)
+    mark_list = marks.tolist()
+    loss_rec = torch.empty(len(mark_list), K, device=device)
+    acc_rec = torch.empty(len(mark_list), K, device=device)
+    emb_rec = torch.empty((len(mark_list), K, stack.V, stack.d), device=device)
+    recorded = 0
+
+    def record() -> None:
+        nonlocal recorded
+        with torch.no_grad():
+            for k, (batch, rows) in enumerate(zip(evals, eval_rows)):
+                logits = stack.forward(rows, len(batch), slice(k, k + 1))[2][0].T
+                loss_rec[recorded, k] = F.cross_entropy(logits, batch.labels)
+                acc_rec[recorded, k] = (logits.argmax(-1) == batch.labels).float().mean()
+            emb_rec[recorded] = stack.params[0]
+        bad = ~torch.isfinite(loss_rec[recorded])
+        if bad.any():
+            k = int(bad.nonzero()[0])
+            raise FloatingPointError(
+                f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma}) became "
+                f"{float(loss_rec[recorded, k])} at step {mark_list[recorded]} with lr={config.lr}; "
+                "try a smaller learning rate or a smaller initialization (larger gamma)")
+        recorded += 1
+
+    bar = None
+    if _show_progress(config.progress):
+        from tqdm.auto import tqdm
+        bar = tqdm(total=config.steps, desc=f"training {K} models", leave=False)
+    start = time.perf_counter()
+    interrupted = False
+    onednn = torch.backends.mkldnn.enabled
+    try:
+        torch.backends.mkldnn.enabled = onednn and not _NO_ONEDNN
+        with torch.no_grad():
+            next_mark = 0
+            for step in range(config.steps + 1):
+                if step == mark_list[next_mark]:
+                    record()
+                    next_mark = min(next_mark + 1, len(mark_list) - 1)
+                    if bar is not None:
+                        bar.update(step - bar.n)
+                if step == config.steps:
+                    break
+                stack.backward(*streams.next())
+                optimizer.step()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        torch.backends.mkldnn.enabled = onednn
+        if bar is not None:
+            bar.close()
+    seconds = time.perf_counter() - start
+    stack.copy_to(models)
+    for model in models:
+        model.eval()
+    return [History(steps=marks[:recorded].clone(), loss=loss_rec[:recorded, k].cpu(),
+                    accuracy=acc_rec[:recorded, k].cpu(), embeddings=emb_rec[:recorded, k].cpu(),
+                    config=configs[k], seconds=seconds, interrupted=interrupted,
+                    extras={"ensemble_size": K, "member": k})
+            for k in range(K)]

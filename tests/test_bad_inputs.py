@@ -1,0 +1,174 @@
+"""Every public entry point rejects bad input with a ValueError or TypeError that names the argument.
+
+One table: (id, call, expected exception, regex the message must match). Add a row when you add an
+argument check.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from staircase_lib import metrics, runtime, widgets
+from staircase_lib import signatures as sg
+from staircase_lib.exercises import check_label_signature
+from staircase_lib.models import EmbLinear, EmbMLP
+from staircase_lib.tasks import StaircaseTask
+from staircase_lib.training import TrainConfig, train
+
+NAN, INF = math.nan, math.inf
+TASK = StaircaseTask()
+MODEL = EmbMLP(64, 3, 4, d_embed=4, d_hidden=8)
+TOKENS = torch.randint(8, (30, 3), generator=torch.Generator().manual_seed(0))
+LABELS = torch.randint(3, (30,), generator=torch.Generator().manual_seed(1))
+X = torch.randn(6, 3)
+K6 = torch.eye(6)
+STEPS = torch.arange(10)
+
+
+def sig(**overrides):
+    """label_signature with good arguments, except the ones overridden."""
+    args = dict(tokens=TOKENS, labels=LABELS, position=0, n_tokens=8, n_labels=3)
+    args.update(overrides)
+    return lambda: sg.label_signature(**args)
+
+
+def cfg(**overrides):
+    args = dict(steps=10)
+    args.update(overrides)
+    return lambda: TrainConfig(**args)
+
+
+def mlp(**overrides):
+    args = dict(vocab_size=64, seq_len=3, n_labels=4)
+    args.update(overrides)
+    return lambda: EmbMLP(**args)
+
+
+BAD_INPUTS = [
+    # ----- tasks -----
+    ("strengths wrong length", lambda: StaircaseTask(strengths=(0.5, 0.5)), ValueError, r"strengths must be a sequence of 3"),
+    ("strengths not a sequence", lambda: StaircaseTask(strengths="abc"), ValueError, r"strengths must be a sequence"),
+    ("strengths NaN", lambda: StaircaseTask(strengths=(NAN, 0.1, 0.1)), ValueError, r"strengths\[0\] must be a finite"),
+    ("strengths negative", lambda: StaircaseTask(strengths=(0.1, -0.1, 0.1)), ValueError, r"strengths\[1\]"),
+    ("strengths above one", lambda: StaircaseTask(strengths=(0.1, 0.1, 1.5)), ValueError, r"strengths\[2\]"),
+    ("strengths sum above one", lambda: StaircaseTask(strengths=(0.5, 0.4, 0.3)), ValueError, r"strengths must sum to at most 1"),
+    ("strengths of strings", lambda: StaircaseTask(strengths=("a", 0, 0)), ValueError, r"strengths\[0\]"),
+    ("attribute_size 1", lambda: StaircaseTask(attribute_size=1), ValueError, r"attribute_size must be an int >= 2"),
+    ("attribute_size float", lambda: StaircaseTask(attribute_size=4.0), TypeError, r"attribute_size must be an int"),
+    ("task seed negative", lambda: StaircaseTask(seed=-1), ValueError, r"seed must be a non-negative int"),
+    ("sample n zero", lambda: TASK.sample(0), ValueError, r"\bn must be an int >= 1"),
+    ("sample n float", lambda: TASK.sample(2.5), TypeError, r"\bn must be an int"),
+    ("sample n bool", lambda: TASK.sample(True), TypeError, r"\bn must be an int"),
+    ("sample generator int", lambda: TASK.sample(4, generator=42), TypeError, r"generator must be a torch.Generator"),
+    ("positions out of range", lambda: TASK.conditional_label_distribution([0, 3]), ValueError, r"positions must be ints in \[0, 2\]"),
+    ("positions repeated", lambda: TASK.conditional_label_distribution([1, 1]), ValueError, r"positions must be distinct"),
+    ("label_signature position", lambda: TASK.label_signature(-1), ValueError, r"positions"),
+    ("task kernel order 3", lambda: TASK.kernel(3), ValueError, r"order must be an int in \[0, 2\]"),
+    ("task attribute order float", lambda: TASK.attribute(1.0), ValueError, r"order must be an int"),
+    # ----- models -----
+    ("activation name", mlp(activation="softmax"), ValueError, r"activation must be one of"),
+    ("pool name", mlp(pool="mean"), ValueError, r"pool must be one of"),
+    ("linear pool name", lambda: EmbLinear(64, 3, 4, pool="max"), ValueError, r"pool must be one of"),
+    ("gamma inf", mlp(gamma=INF), ValueError, r"gamma must be finite"),
+    ("gamma NaN", mlp(gamma=NAN), ValueError, r"gamma must be finite"),
+    ("gamma string", mlp(gamma="1"), TypeError, r"gamma must be a real number"),
+    ("vocab_size zero", mlp(vocab_size=0), ValueError, r"vocab_size must be an int >= 1"),
+    ("seq_len float", mlp(seq_len=3.0), TypeError, r"seq_len must be an int"),
+    ("n_labels negative", mlp(n_labels=-4), ValueError, r"n_labels must be an int >= 1"),
+    ("d_embed zero", mlp(d_embed=0), ValueError, r"d_embed must be an int >= 1"),
+    ("d_hidden zero", mlp(d_hidden=0), ValueError, r"d_hidden must be an int >= 1"),
+    ("model seed negative", mlp(seed=-2), ValueError, r"seed must be a non-negative int"),
+    ("forward float tokens", lambda: MODEL(torch.zeros(2, 3)), TypeError, r"tokens must be an integer tensor"),
+    ("forward wrong seq_len", lambda: MODEL(torch.zeros(2, 4, dtype=torch.long)), ValueError, r"tokens must have shape \[N, 3\]"),
+    ("forward id out of range", lambda: MODEL(torch.full((2, 3), 64)), ValueError, r"tokens holds ids in \[64, 64\]"),
+    ("forward list", lambda: MODEL([[0, 1, 2]]), TypeError, r"tokens must be a torch.Tensor"),
+    ("blocks with sum pool", lambda: EmbMLP(64, 3, 4, pool="sum").first_layer_blocks(), ValueError, r"pool='concat'"),
+    # ----- training -----
+    ("config steps zero", cfg(steps=0), ValueError, r"steps must be an int >= 1"),
+    ("config lr zero", cfg(lr=0.0), ValueError, r"lr must be > 0"),
+    ("config lr NaN", cfg(lr=NAN), ValueError, r"lr must be finite"),
+    ("config lr string", cfg(lr="0.1"), TypeError, r"lr must be a real number"),
+    ("config batch_size", cfg(batch_size=0), ValueError, r"batch_size must be an int >= 1"),
+    ("config record_every", cfg(record_every=1.5), TypeError, r"record_every must be an int"),
+    ("config eval_size", cfg(eval_size=-1), ValueError, r"eval_size must be an int >= 1"),
+    ("config seed", cfg(seed=-1), ValueError, r"seed must be a non-negative int"),
+    ("config optimizer", cfg(optimizer="rmsprop"), ValueError, r"optimizer must be one of"),
+    ("config device name", cfg(device="gpu"), ValueError, r"device must be one of"),
+    ("config progress", cfg(progress="yes"), TypeError, r"progress must be True, False or None"),
+    ("train model", lambda: train(object(), TASK, TrainConfig(steps=1)), TypeError, r"model must be a staircase_lib model"),
+    ("train config", lambda: train(MODEL, TASK, {"steps": 1}), TypeError, r"config must be a TrainConfig"),
+    ("train size mismatch", lambda: train(EmbMLP(8, 3, 2), TASK, TrainConfig(steps=1)), ValueError, r"task.vocab_size=64 does not match model.vocab_size=8"),
+    # ----- runtime -----
+    ("device name", lambda: runtime.resolve_device("tpu"), ValueError, r"device must be one of"),
+    ("device type", lambda: runtime.resolve_device(0), TypeError, r"device must be a str or torch.device"),
+    ("seed_everything negative", lambda: runtime.seed_everything(-1), ValueError, r"seed must be a non-negative int"),
+    ("setup seed", lambda: runtime.setup(seed=-3, verbose=False), ValueError, r"seed must be a non-negative int"),
+    # ----- signatures -----
+    ("float tokens", sig(tokens=TOKENS.float()), TypeError, r"tokens must be an integer tensor"),
+    ("tokens list", sig(tokens=TOKENS.tolist()), TypeError, r"tokens must be a torch.Tensor"),
+    ("tokens 1-D", sig(tokens=TOKENS[:, 0]), ValueError, r"tokens must have shape \[N, L\]"),
+    ("tokens empty", sig(tokens=TOKENS[:0], labels=LABELS[:0]), ValueError, r"tokens must have shape \[N, L\] with N >= 1"),
+    ("token ids out of range", sig(n_tokens=5), ValueError, r"tokens holds ids in \[0, 7\], expected ids in \[0, 5\)"),
+    ("labels wrong length", sig(labels=LABELS[:-1]), ValueError, r"labels must have shape \[30\]"),
+    ("labels float", sig(labels=LABELS.float()), TypeError, r"labels must be an integer tensor"),
+    ("labels list", sig(labels=LABELS.tolist()), TypeError, r"labels must be a torch.Tensor"),
+    ("marginal labels list", lambda: sg.label_marginal([0, 1], 3), TypeError, r"labels must be a torch.Tensor"),
+    ("label ids out of range", sig(n_labels=2), ValueError, r"labels holds ids in \[0, 2\], expected ids in \[0, 2\)"),
+    ("position out of range", sig(position=3), ValueError, r"position\(s\) in \[0, 2\]"),
+    ("position float", sig(position=1.0), ValueError, r"position must be an int"),
+    ("smoothing negative", sig(smoothing=-1.0), ValueError, r"smoothing must be >= 0"),
+    ("smoothing NaN", sig(smoothing=NAN), ValueError, r"smoothing must be finite"),
+    ("n_tokens zero", sig(n_tokens=0), ValueError, r"n_tokens must be an int >= 1"),
+    ("n_labels string", sig(n_labels="3"), TypeError, r"n_labels must be an int"),
+    ("signature_kernel order 3", lambda: sg.signature_kernel(TOKENS, LABELS, 3, 8, 3), ValueError, r"order must be an int in \[0, 2\]"),
+    ("signature_kernel order -1", lambda: sg.signature_kernel(TOKENS, LABELS, -1, 8, 3), ValueError, r"order must be an int"),
+    ("pure_signature repeated", lambda: sg.pure_signature(TOKENS, LABELS, [0, 0], 8, 3), ValueError, r"positions must be distinct"),
+    ("pure_signature too many", lambda: sg.pure_signature(TOKENS, LABELS, [0, 1, 2, 3], 8, 3), ValueError, r"positions"),
+    ("context same position", lambda: sg.context_distribution(TOKENS, 1, 1, 8), ValueError, r"\(position, context_position\) must be distinct"),
+    ("pair context out of range", lambda: sg.pair_signature(TOKENS, LABELS, 0, 5, 8, 3), ValueError, r"\(position, context_position\)"),
+    ("drive reference shape", lambda: sg.signature_drive(TOKENS, LABELS, 8, 3, reference=torch.ones(4) / 4), ValueError, r"reference must have shape \[3\]"),
+    ("drive reference list", lambda: sg.signature_drive(TOKENS, LABELS, 8, 3, reference=[1 / 3] * 3), TypeError, r"reference must be a torch.Tensor"),
+    ("drive position", lambda: sg.signature_drive(TOKENS, LABELS, 8, 3, position=4), ValueError, r"position must be position"),
+    ("marginal labels 2-D", lambda: sg.label_marginal(LABELS[:, None], 3), ValueError, r"labels must have shape"),
+    ("marginal labels empty", lambda: sg.label_marginal(LABELS[:0], 3), ValueError, r"labels must have shape \[N\] with N >= 1"),
+    ("cooccurrence ids", lambda: sg.cooccurrence(TOKENS, 4), ValueError, r"tokens holds ids"),
+    # ----- metrics -----
+    ("cka kernel size", lambda: metrics.cka(X, torch.eye(5)), ValueError, r"kernel must have shape \[6, 6\]"),
+    ("cka kernel not square", lambda: metrics.cka(X, torch.ones(6, 5)), ValueError, r"kernel must be a square matrix"),
+    ("cka kernel NaN", lambda: metrics.cka(X, torch.full((6, 6), NAN)), ValueError, r"kernel contains NaN"),
+    ("cka kernel list", lambda: metrics.cka(X, [[1.0]]), TypeError, r"kernel must be a torch.Tensor"),
+    ("cka x 1-D", lambda: metrics.cka(torch.ones(6), K6), ValueError, r"\bx must be a 2-D tensor"),
+    ("cka x NaN", lambda: metrics.cka(torch.full((6, 3), NAN), K6), ValueError, r"\bx contains NaN"),
+    ("cka_chance d_embed", lambda: metrics.cka_chance(K6, d_embed=0), ValueError, r"d_embed must be an int >= 1"),
+    ("cka_chance n_draws", lambda: metrics.cka_chance(K6, 4, n_draws=0), ValueError, r"n_draws must be an int >= 1"),
+    ("gram x 1-D", lambda: metrics.gram(torch.ones(3)), ValueError, r"\bx must be a tensor of shape \[\.\.\., V, d\]"),
+    ("gram_correlation method", lambda: metrics.gram_correlation(X, K6, method="kendall"), ValueError, r"method must be 'pearson' or 'spearman'"),
+    ("gram_correlation x 1-D", lambda: metrics.gram_correlation(torch.ones(6), K6), ValueError, r"\bx must be a 2-D tensor"),
+    ("gram_correlation kernel", lambda: metrics.gram_correlation(X, torch.eye(3)), ValueError, r"kernel must have shape \[6, 6\]"),
+    ("alignment embeddings 2-D", lambda: metrics.alignment_curve(X, K6), ValueError, r"embeddings must have shape \[T, V, d\]"),
+    ("alignment kernel size", lambda: metrics.alignment_curve(X[None], torch.eye(4)), ValueError, r"kernel must have shape \[6, 6\]"),
+    ("smooth window zero", lambda: metrics.smooth(STEPS.float(), 0), ValueError, r"window must be an int >= 1"),
+    ("stair_time shapes", lambda: metrics.stair_time(STEPS, torch.ones(9)), ValueError, r"steps and curve must be 1-D of equal length"),
+    ("stair_time 2-D", lambda: metrics.stair_time(STEPS[None], torch.ones(1, 10)), ValueError, r"steps and curve must be 1-D"),
+    ("stair_time empty", lambda: metrics.stair_time(STEPS[:0], STEPS[:0].float()), ValueError, r"steps and curve"),
+    ("stair_time list", lambda: metrics.stair_time(list(range(10)), torch.ones(10)), TypeError, r"steps and curve must be tensors"),
+    ("stair_time min_rise", lambda: metrics.stair_time(STEPS, torch.ones(10), min_rise=-0.1), ValueError, r"min_rise must be >= 0"),
+    ("stair_time window", lambda: metrics.stair_time(STEPS, torch.ones(10), window=0), ValueError, r"window must be an int >= 1"),
+    # ----- widgets and exercises -----
+    ("explore not callable", lambda: widgets.explore("plot", static=True), TypeError, r"function must be callable"),
+    ("explore unknown control", lambda: widgets.explore(lambda a: a, static=True, b=(0, 1)), ValueError, r"controls \['b'\]"),
+    ("exercise check non-callable", lambda: check_label_signature(None), TypeError, r"pass your function itself"),
+]
+
+
+IDS = [row[0] for row in BAD_INPUTS]
+assert len(IDS) == len(set(IDS)), "duplicate ids in BAD_INPUTS"
+
+
+@pytest.mark.parametrize("call, error, message", [row[1:] for row in BAD_INPUTS], ids=IDS)
+def test_bad_input_is_rejected_with_a_message_naming_the_argument(call, error, message):
+    assert error in (ValueError, TypeError)
+    with pytest.raises(error, match=message):
+        call()

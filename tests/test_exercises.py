@@ -1,0 +1,150 @@
+"""Tests for staircase_lib.exercises: each auto-check accepts a correct answer, reports an unattempted
+exercise without failing, and rejects wrong answers with a message that points at the mistake."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from staircase_lib import exercises
+from staircase_lib.exercises import EXERCISES, ExerciseFailed
+
+
+# ----- reference implementations written for the tests (independent of the library) -----------------
+def label_signature(tokens, labels, position, n_tokens, n_labels):
+    counts = torch.zeros(n_tokens, n_labels, dtype=torch.float64)
+    for v, y in zip(tokens[:, position].tolist(), labels.tolist()):
+        counts[v, y] += 1
+    out = torch.full((n_tokens, n_labels), float("nan"), dtype=torch.float64)
+    for v in range(n_tokens):
+        if counts[v].sum() > 0:
+            out[v] = counts[v] / counts[v].sum()
+    return out
+
+
+def pair_residual(phi_pair, psi_i, psi_j, pi):
+    return phi_pair - psi_i.unsqueeze(1) - psi_j.unsqueeze(0) + pi
+
+
+def addition_kernel(n):
+    # y = a + b with a, b uniform on [0, n): P(y | a) is uniform on {a, ..., a + n - 1}
+    psi = torch.tensor([[1.0 / n if a <= y < a + n else 0.0 for y in range(2 * n - 1)] for a in range(n)],
+                       dtype=torch.float64)
+    pi = psi.mean(0)
+    return (psi - pi) @ (psi - pi).T
+
+
+CORRECT = {"ex-1.1": label_signature, "ex-1.2": pair_residual, "ex-1.3": addition_kernel}
+
+
+def not_attempted(*args, **kwargs):
+    raise NotImplementedError
+
+
+# ----- the registry --------------------------------------------------------------------------------------
+def test_registry_holds_the_chapter_1_exercises():
+    assert {"ex-1.1", "ex-1.2", "ex-1.3"} <= set(EXERCISES), f"registered: {sorted(EXERCISES)}"
+    assert EXERCISES["ex-1.1"].check is exercises.check_label_signature
+    assert EXERCISES["ex-1.2"].check is exercises.check_pair_residual
+    assert EXERCISES["ex-1.3"].check is exercises.check_addition_kernel
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_every_exercise_is_well_formed(exercise_id):
+    exercise = EXERCISES[exercise_id]
+    assert exercise.id == exercise_id and re.fullmatch(r"ex-\d+\.\d+", exercise_id), "ids look like ex-C.N"
+    assert exercise.difficulty in (1, 2, 3), f"{exercise_id}: difficulty must be 1-3"
+    assert exercise.minutes > 0 and exercise.title, f"{exercise_id}: needs a title and a time estimate"
+    assert callable(exercise.check) and exercise.check.__doc__, f"{exercise_id}: the check documents the signature"
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_not_attempted_is_reported_not_failed(exercise_id, capsys):
+    assert EXERCISES[exercise_id].check(not_attempted) is False, "an unattempted exercise returns False"
+    assert "not attempted" in capsys.readouterr().out, "and says so"
+
+
+@pytest.mark.parametrize("exercise_id", sorted(CORRECT))
+def test_correct_answers_pass(exercise_id, capsys):
+    assert EXERCISES[exercise_id].check(CORRECT[exercise_id]) is True, f"{exercise_id} rejected a correct answer"
+    assert "passed" in capsys.readouterr().out
+
+
+def test_the_check_needs_the_function_itself():
+    with pytest.raises(TypeError, match="pass your function itself"):
+        exercises.check_label_signature(label_signature(torch.zeros(1, 1, dtype=torch.long), torch.zeros(1, dtype=torch.long), 0, 1, 1))
+
+
+def test_exercise_failed_is_an_assertion_error():
+    assert issubclass(ExerciseFailed, AssertionError), "a failed check reads like a failed assert in a notebook"
+
+
+# ----- wrong answers and their hints ---------------------------------------------------------------------
+def uniform_for_unseen(tokens, labels, position, n_tokens, n_labels):
+    return torch.nan_to_num(label_signature(tokens, labels, position, n_tokens, n_labels), nan=1.0 / n_labels)
+
+
+def transposed(tokens, labels, position, n_tokens, n_labels):
+    return label_signature(tokens, labels, position, n_tokens, n_labels).T
+
+
+def raw_counts(tokens, labels, position, n_tokens, n_labels):
+    psi = label_signature(tokens, labels, position, n_tokens, n_labels)
+    counts = torch.bincount(tokens[:, position], minlength=n_tokens).double()
+    return psi * counts[:, None]
+
+
+def as_numpy(tokens, labels, position, n_tokens, n_labels):
+    return label_signature(tokens, labels, position, n_tokens, n_labels).numpy()
+
+
+def wrong_position(tokens, labels, position, n_tokens, n_labels):
+    return label_signature(tokens, labels, 0, n_tokens, n_labels)
+
+
+def wrong_sign(phi_pair, psi_i, psi_j, pi):
+    return phi_pair - psi_i.unsqueeze(1) + psi_j.unsqueeze(0) - pi
+
+
+def forgot_pi(phi_pair, psi_i, psi_j, pi):
+    return phi_pair - psi_i.unsqueeze(1) - psi_j.unsqueeze(0)
+
+
+def centred_with_uniform(n):
+    psi = torch.tensor([[1.0 / n if a <= y < a + n else 0.0 for y in range(2 * n - 1)] for a in range(n)],
+                       dtype=torch.float64)
+    centred = psi - 1.0 / (2 * n - 1)
+    return centred @ centred.T
+
+
+def not_symmetric(n):
+    return torch.triu(addition_kernel(n))
+
+
+def wrong_size(n):
+    return addition_kernel(n + 1)
+
+
+@pytest.mark.parametrize("exercise_id, wrong, hint", [
+    ("ex-1.1", uniform_for_unseen, r"NaN in the wrong places.*never occur"),
+    ("ex-1.1", transposed, r"expected shape \(6, 3\), got \(3, 6\)"),
+    ("ex-1.1", raw_counts, r"rows must sum to 1"),
+    ("ex-1.1", as_numpy, r"expected a torch\.Tensor, got ndarray"),
+    ("ex-1.1", wrong_position, r"position=1: .*wrong value at index"),
+    ("ex-1.2", wrong_sign, r"additive task .*pure part must vanish"),
+    ("ex-1.2", forgot_pi, r"wrong value at index"),
+    ("ex-1.3", centred_with_uniform, r"centre the signatures with the label marginal pi"),
+    ("ex-1.3", not_symmetric, r"must be symmetric"),
+    ("ex-1.3", wrong_size, r"expected shape \(3, 3\), got \(4, 4\)"),
+], ids=lambda value: getattr(value, "__name__", None))
+def test_wrong_answers_fail_with_a_helpful_message(exercise_id, wrong, hint):
+    with pytest.raises(ExerciseFailed, match=hint) as failure:
+        EXERCISES[exercise_id].check(wrong)
+    assert str(failure.value).startswith(exercise_id + ":"), "the message names the exercise"
+
+
+def test_a_numpy_answer_to_ex_1_3_is_rejected_clearly():
+    with pytest.raises(ExerciseFailed, match="torch.Tensor"):
+        exercises.check_addition_kernel(lambda n: np.asarray(addition_kernel(n)))

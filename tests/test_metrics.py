@@ -1,0 +1,224 @@
+"""Tests for staircase_lib.metrics: CKA, Gram correlation, alignment curves and stair detection."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from staircase_lib import metrics
+from staircase_lib.tasks import StaircaseTask
+
+PROPERTY = settings(max_examples=25, deadline=None)
+
+
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def random_psd(n, rank, seed):
+    x = randn(n, rank, seed=seed)
+    return x @ x.T
+
+
+# ----- CKA --------------------------------------------------------------------------------------------------
+def test_gram_is_x_x_transpose():
+    x = randn(5, 3)
+    assert torch.allclose(metrics.gram(x), x @ x.T)
+    batch = randn(2, 5, 3)
+    assert metrics.gram(batch).shape == (2, 5, 5)
+
+
+def test_cka_of_a_kernel_with_itself_is_one():
+    x = randn(20, 4)
+    assert metrics.cka(x, metrics.gram(x)) == pytest.approx(1.0), "embeddings are perfectly aligned with their Gram"
+    k = StaircaseTask().kernel(1)
+    assert metrics.cka(k, k) == pytest.approx(1.0)
+
+
+def test_cka_accepts_embeddings_or_a_gram():
+    x, k = randn(12, 5, seed=1), random_psd(12, 3, seed=2)
+    assert metrics.cka(x, k) == pytest.approx(metrics.cka(metrics.gram(x), k)), "x [V, d] and its Gram must agree"
+    square = randn(12, 12, seed=3)
+    assert metrics.cka(square, k, x_is_gram=False) == pytest.approx(metrics.cka(metrics.gram(square), k)), \
+        "x_is_gram=False treats a square x as embeddings"
+
+
+def test_cka_of_the_order0_kernel_reaches_chance_and_one():
+    task = StaircaseTask()
+    k0 = task.kernel(0)
+    chance = metrics.cka_chance(k0, d_embed=32)
+    assert abs(chance - 0.13) < 0.02, f"chance CKA for 64 tokens, d=32 should be about 0.13 (THEORY 5.2), got {chance}"
+    assert metrics.cka_chance(k0, 32, seed=0) == chance, "cka_chance is seeded"
+    onehot = torch.nn.functional.one_hot(task.attribute(0), 4).double()
+    assert metrics.cka(onehot, k0) == pytest.approx(1.0), "embeddings that encode g exactly have CKA 1 with K^(0)"
+    assert metrics.cka(onehot, task.kernel(1)) == pytest.approx(0.0, abs=1e-9), "and CKA 0 with K^(1)"
+
+
+def test_cka_raises_for_a_constant_embedding():
+    with pytest.raises(ValueError, match="constant"):
+        metrics.cka(torch.ones(5, 2), torch.eye(5))
+
+
+@PROPERTY
+@given(st.integers(0, 10_000), st.integers(3, 16), st.integers(1, 6), st.integers(1, 6))
+def test_cka_lies_in_unit_interval_for_psd_kernels(seed, n, d, rank):
+    x = randn(n, d, seed=seed)
+    k = random_psd(n, rank, seed + 1)
+    value = metrics.cka(x, k)
+    assert -1e-9 <= value <= 1 + 1e-9, f"CKA of PSD kernels must be in [0, 1], got {value}"
+
+
+@PROPERTY
+@given(st.integers(0, 10_000), st.integers(3, 16), st.integers(1, 6), st.floats(1e-3, 1e3))
+def test_cka_is_invariant_to_rotation_and_isotropic_scaling(seed, n, d, scale):
+    x = randn(n, d, seed=seed)
+    k = random_psd(n, 3, seed + 1)
+    q, _ = torch.linalg.qr(randn(d, d, seed=seed + 2))
+    base = metrics.cka(x, k, x_is_gram=False)
+    moved = metrics.cka(scale * x @ q, k, x_is_gram=False)
+    assert moved == pytest.approx(base, abs=1e-8), "CKA must not change under E -> c E Q"
+    assert metrics.cka(x, scale * k, x_is_gram=False) == pytest.approx(base, abs=1e-8)
+    assert metrics.cka(x, k + 7.0, x_is_gram=False) == pytest.approx(base, abs=1e-8), "centring removes constants"
+
+
+@PROPERTY
+@given(st.integers(0, 10_000), st.integers(3, 16))
+def test_cka_is_one_for_identical_kernels(seed, n):
+    k = random_psd(n, 4, seed)
+    assert metrics.cka(k, k) == pytest.approx(1.0)
+
+
+# ----- Gram correlation ------------------------------------------------------------------------------------
+# integer embeddings, so the Gram's ties are exact: off-diagonal pairs (01, 02, 03, 12, 13, 23) = (1, 0, 1, 0, 1, 1)
+TIED_X = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+DISTINCT_K = torch.tensor([[0.0, 1, 2, 3], [1, 0, 4, 5], [2, 4, 0, 6], [3, 5, 6, 0]])
+
+
+def test_gram_correlation_known_values():
+    x = randn(8, 3, seed=4)
+    g = metrics.gram(x)
+    assert metrics.gram_correlation(x, g) == pytest.approx(1.0)
+    assert metrics.gram_correlation(x, -g) == pytest.approx(-1.0)
+    monotone = torch.exp(g)
+    assert metrics.gram_correlation(x, monotone, method="spearman") == pytest.approx(1.0), \
+        "Spearman's rho is 1 for a monotone transform"
+    assert metrics.gram_correlation(x, monotone, method="pearson") < 0.999
+
+
+def test_spearman_handles_ties_with_average_ranks():
+    # ranks of (1,0,1,0,1,1) with ties averaged are binary, so rho = pearson = 3 / sqrt(210)
+    expected = 3 / math.sqrt(210)
+    assert metrics.gram_correlation(TIED_X, DISTINCT_K, method="spearman") == pytest.approx(expected)
+    assert metrics.gram_correlation(TIED_X, DISTINCT_K, method="pearson") == pytest.approx(expected)
+
+
+def test_spearman_with_ties_on_both_sides():
+    # Gram pairs a = (1,0,1,0,1,1); kernel pairs b = (0,0,1,1,1,2): average ranks a = (3.5,.5,3.5,.5,3.5,3.5),
+    # b = (.5,.5,3,3,3,5); centred: (1,-2,1,-2,1,1) and (-2,-2,.5,.5,.5,2.5); rho = 4.5 / sqrt(12 * 15)
+    k = torch.tensor([[0.0, 0, 0, 1], [0, 0, 1, 1], [0, 1, 0, 2], [1, 1, 2, 0]])
+    assert metrics.gram_correlation(TIED_X, k, method="spearman") == pytest.approx(4.5 / math.sqrt(12 * 15))
+
+
+def test_gram_correlation_cosine_uses_normalised_rows():
+    x = randn(6, 3, seed=5)
+    k = random_psd(6, 2, seed=6)
+    scaled = x * torch.arange(1, 7, dtype=torch.float64)[:, None]
+    assert metrics.gram_correlation(scaled, k, cosine=True) == pytest.approx(metrics.gram_correlation(x, k, cosine=True))
+
+
+# ----- alignment curves -------------------------------------------------------------------------------------
+def test_alignment_curve_equals_per_snapshot_cka():
+    snapshots = randn(5, 16, 4, seed=7)
+    k = random_psd(16, 3, seed=8)
+    curve = metrics.alignment_curve(snapshots, k)
+    assert curve.shape == (5,)
+    expected = torch.tensor([metrics.cka(s, k, x_is_gram=False) for s in snapshots], dtype=torch.float64)
+    assert torch.allclose(curve.double(), expected, atol=1e-5), "alignment_curve[t] must be cka(E_t, K)"
+
+
+def test_alignment_curve_on_a_token_subset():
+    snapshots = randn(3, 16, 4, seed=9)
+    k = random_psd(16, 3, seed=10)
+    tokens = torch.tensor([0, 3, 5, 6, 9, 15])
+    curve = metrics.alignment_curve(snapshots, k, tokens=tokens)
+    expected = torch.tensor([metrics.cka(s[tokens], k[tokens][:, tokens], x_is_gram=False) for s in snapshots],
+                            dtype=torch.float64)
+    assert torch.allclose(curve.double(), expected, atol=1e-5), "tokens= must restrict both embeddings and kernel"
+
+
+def test_alignment_curve_rises_when_embeddings_learn_the_attribute():
+    task = StaircaseTask()
+    onehot = torch.nn.functional.one_hot(task.attribute(1), 4).double()
+    noise = randn(64, 4, seed=11)
+    snapshots = torch.stack([(1 - t) * noise + t * onehot for t in torch.linspace(0, 1, 6, dtype=torch.float64)])
+    curve = metrics.alignment_curve(snapshots, task.kernel(1))
+    assert curve[-1] == pytest.approx(1.0, abs=1e-5) and curve[0] < 0.5
+
+
+# ----- smoothing and stairs ---------------------------------------------------------------------------------
+def test_smooth_is_a_centred_moving_average_with_edge_padding():
+    curve = torch.tensor([0.0, 3.0, 6.0, 3.0, 0.0])
+    assert torch.equal(metrics.smooth(curve, 1), curve)
+    assert torch.allclose(metrics.smooth(curve, 3), torch.tensor([1.0, 3.0, 4.0, 3.0, 1.0]))
+    even = metrics.smooth(curve, 2)
+    assert even.shape == curve.shape and torch.allclose(even, torch.tensor([1.5, 4.5, 4.5, 1.5, 0.0]))
+    assert torch.allclose(metrics.smooth(torch.full((7,), 2.0), 5), torch.full((7,), 2.0))
+    assert metrics.smooth(curve.float(), 3).dtype == torch.float32, "smooth keeps the dtype"
+
+
+def sigmoid_curve(steps, t_half, width=60.0, low=0.1, high=0.9):
+    return low + (high - low) * torch.sigmoid((steps.double() - t_half) / width)
+
+
+@pytest.mark.parametrize("t_half", [900.0, 2345.0, 3710.0, 4020.0])
+def test_stair_time_of_a_sigmoid_is_its_half_rise_time(t_half):
+    steps = torch.arange(0, 5001, 50)
+    found = metrics.stair_time(steps, sigmoid_curve(steps, t_half))
+    assert found is not None and abs(found - t_half) <= 50, \
+        f"half-rise at {t_half}, stair_time found {found} (must be within one record step)"
+
+
+def test_stair_time_with_noise_and_smoothing():
+    steps = torch.arange(0, 5001, 50)
+    noise = 0.02 * torch.randn(len(steps), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    found = metrics.stair_time(steps, sigmoid_curve(steps, 2000.0, width=150) + noise, window=5)
+    assert found is not None and abs(found - 2000) <= 150, f"smoothed noisy stair found at {found}, expected ~2000"
+
+
+def test_stair_time_of_a_rise_and_fall_uses_the_rise():
+    steps = torch.arange(0, 4001, 20)
+    bump = sigmoid_curve(steps, 1000.0) - 0.8 * torch.sigmoid((steps.double() - 2500) / 60)
+    found = metrics.stair_time(steps, bump)
+    assert found is not None and 1000 <= found < 1020, f"the K^(0) curve rises then falls; got {found}"
+
+
+def test_stair_time_measures_from_the_minimum_before_the_rise():
+    steps = torch.arange(0, 3001, 10)
+    dip_then_rise = sigmoid_curve(steps, 2000.0, low=0.0, high=1.0) + 0.3 * torch.exp(-steps.double() / 100)
+    found = metrics.stair_time(steps, dip_then_rise)
+    assert found is not None and 1990 <= found <= 2010, f"got {found}"
+
+
+@pytest.mark.parametrize("curve", [torch.full((50,), 0.3), torch.linspace(0.9, 0.1, 50),
+                                   0.3 + 0.05 * torch.sin(torch.arange(50.0))])
+def test_stair_time_is_none_without_a_rise(curve):
+    assert metrics.stair_time(torch.arange(50), curve) is None, "flat, falling or wiggling curves have no stair"
+
+
+def test_min_rise_sets_what_counts_as_a_stair():
+    steps = torch.arange(0, 1001, 10)
+    small = sigmoid_curve(steps, 500.0, low=0.2, high=0.25)
+    assert metrics.stair_time(steps, small) is None
+    assert metrics.stair_time(steps, small, min_rise=0.01) is not None
+
+
+def test_stair_times_for_several_curves():
+    steps = torch.arange(0, 5001, 50)
+    curves = {"order 0": sigmoid_curve(steps, 520.0), "order 1": sigmoid_curve(steps, 2020.0),
+              "order 2": torch.full((len(steps),), 0.2)}
+    times = metrics.stair_times(steps, curves)
+    assert times[0] == 550 and times[1] == 2050 and times[2] is None, f"expected [550, 2050, None], got {times}"
+    assert metrics.stair_times(steps, list(curves.values())) == times

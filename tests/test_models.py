@@ -1,0 +1,172 @@
+"""Tests for staircase_lib.models: shapes, the fan_in**-gamma initialization, pooling, activations and
+input checks."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from staircase_lib.models import (ACTIVATION_SLOPE_AT_ZERO, ACTIVATIONS, EmbLinear, EmbMLP, init_scale,
+                                  parameter_count)
+
+REFERENCE_ACTIVATIONS = {
+    "gelu": lambda a: 0.5 * a * (1 + torch.erf(a / math.sqrt(2))),
+    "silu": lambda a: a * torch.sigmoid(a),
+    "tanh": torch.tanh,
+    "identity": lambda a: a,
+    "linear": lambda a: a,
+    "quadratic": lambda a: a + 0.5 * a**2,
+    "relu": lambda a: torch.clamp(a, min=0),
+}
+
+
+def tokens_for(n=16, seq_len=3, vocab=64, seed=0):
+    return torch.randint(vocab, (n, seq_len), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("pool", ["concat", "sum"])
+@pytest.mark.parametrize("n", [1, 7])
+def test_output_shapes(pool, n):
+    tokens = tokens_for(n)
+    mlp = EmbMLP(64, 3, 4, d_embed=8, d_hidden=16, pool=pool)
+    lin = EmbLinear(64, 3, 4, d_embed=8, pool=pool)
+    for model in (mlp, lin):
+        out = model(tokens)
+        assert out.shape == (n, 4), f"{type(model).__name__}({pool}) must give logits [N, C], got {tuple(out.shape)}"
+        assert out.dtype == torch.get_default_dtype()
+    assert mlp.embedding.shape == (64, 8)
+
+
+def test_activation_table_is_complete():
+    assert set(ACTIVATIONS) == set(REFERENCE_ACTIVATIONS), "the tests cover every activation the library offers"
+    assert set(ACTIVATION_SLOPE_AT_ZERO) == set(ACTIVATIONS) - {"relu"}, "every smooth activation has sigma'(0)"
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_ACTIVATIONS))
+def test_each_activation_is_the_named_function(name):
+    a = torch.linspace(-3, 3, 61)
+    assert torch.allclose(ACTIVATIONS[name](a), REFERENCE_ACTIVATIONS[name](a), atol=1e-6), f"{name} is wrong"
+
+
+def test_quadratic_activation_formula():
+    a = torch.tensor([-2.0, 0.0, 1.0, 3.0])
+    assert torch.allclose(ACTIVATIONS["quadratic"](a), torch.tensor([0.0, 0.0, 1.5, 7.5])), "sigma(a) = a + a**2 / 2"
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATION_SLOPE_AT_ZERO))
+def test_slope_at_zero(name):
+    a = torch.zeros(1, requires_grad=True)
+    ACTIVATIONS[name](a).sum().backward()
+    assert float(a.grad) == pytest.approx(ACTIVATION_SLOPE_AT_ZERO[name]), f"sigma'(0) of {name}"
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_ACTIVATIONS))
+@pytest.mark.parametrize("pool", ["concat", "sum"])
+def test_mlp_forward_is_embed_pool_linear_activation_linear(name, pool):
+    model = EmbMLP(64, 3, 4, d_embed=6, d_hidden=10, activation=name, gamma=0.5, pool=pool, seed=1)
+    with torch.no_grad():
+        model.hidden.bias.normal_()
+        model.readout.bias.normal_()
+    tokens = tokens_for(9)
+    vectors = model.embedding[tokens]
+    h = vectors.flatten(1) if pool == "concat" else vectors.sum(1)
+    pre = h @ model.hidden.weight.T + model.hidden.bias
+    expected = REFERENCE_ACTIVATIONS[name](pre) @ model.readout.weight.T + model.readout.bias
+    assert torch.allclose(model(tokens), expected, atol=1e-5), f"EmbMLP({name}, {pool}) forward differs from eq. 2.1"
+
+
+@pytest.mark.parametrize("pool", ["concat", "sum"])
+def test_linear_model_forward(pool):
+    model = EmbLinear(64, 3, 4, d_embed=5, gamma=0.5, pool=pool)
+    tokens = tokens_for(4)
+    vectors = model.embedding[tokens]
+    h = vectors.flatten(1) if pool == "concat" else vectors.sum(1)
+    assert torch.allclose(model(tokens), h @ model.readout.weight.T, atol=1e-6)
+
+
+def test_sum_pooling_ignores_token_order_and_concat_does_not():
+    tokens = tokens_for(20)
+    reversed_tokens = tokens.flip(1)
+    summed = EmbMLP(64, 3, 4, d_embed=8, d_hidden=16, pool="sum", gamma=0.5)
+    concat = EmbMLP(64, 3, 4, d_embed=8, d_hidden=16, pool="concat", gamma=0.5)
+    assert torch.allclose(summed(tokens), summed(reversed_tokens), atol=1e-6), "sum pooling is a bag of tokens"
+    assert not torch.allclose(concat(tokens), concat(reversed_tokens), atol=1e-6), "concat pooling sees positions"
+    assert summed.hidden.weight.shape == (16, 8) and concat.hidden.weight.shape == (16, 24)
+
+
+@pytest.mark.parametrize("gamma", [0.25, 0.5, 1.0, 1.5])
+def test_init_std_follows_fan_in_to_the_minus_gamma(gamma):
+    model = EmbMLP(512, 3, 64, d_embed=64, d_hidden=256, gamma=gamma, seed=3)
+    for name, weight, fan_in in (("embedding", model.embedding, 64), ("hidden", model.hidden.weight, 192),
+                                 ("readout", model.readout.weight, 256)):
+        expected = fan_in ** (-gamma)
+        std = float(weight.detach().std())
+        mean = float(weight.detach().mean())
+        assert std == pytest.approx(expected, rel=0.05), f"{name}: std {std:.4g}, expected {fan_in}**-{gamma}"
+        assert abs(mean) < 5 * expected / math.sqrt(weight.numel()), f"{name} weights must have mean 0"
+    assert init_scale(64, gamma) == pytest.approx(64 ** (-gamma))
+
+
+def test_biases_start_at_zero():
+    model = EmbMLP(64, 3, 4, gamma=0.5)
+    assert torch.count_nonzero(model.hidden.bias) == 0 and torch.count_nonzero(model.readout.bias) == 0
+    assert torch.count_nonzero(EmbLinear(64, 3, 4).readout.bias) == 0
+    assert EmbLinear(64, 3, 4, bias=False).readout.bias is None, "bias=False must drop the output bias"
+
+
+def test_initialization_depends_only_on_the_seed():
+    torch.manual_seed(0)
+    a = EmbMLP(64, 3, 4, seed=7)
+    torch.manual_seed(1)
+    b = EmbMLP(64, 3, 4, seed=7)
+    c = EmbMLP(64, 3, 4, seed=8)
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        assert torch.equal(p, q), f"{name}: the same seed must give the same weights, whatever the global RNG"
+    assert not torch.equal(a.embedding, c.embedding), "a different seed must give different weights"
+
+
+def test_first_layer_blocks_split_the_concat_weight_by_position():
+    model = EmbMLP(64, 3, 4, d_embed=6, d_hidden=10, gamma=0.5)
+    blocks = model.first_layer_blocks()
+    assert blocks.shape == (3, 10, 6), "first_layer_blocks must be [L, m, d]"
+    tokens = tokens_for(5)
+    pre = sum(model.embedding[tokens[:, i]] @ blocks[i].T for i in range(3)) + model.hidden.bias
+    assert torch.allclose(pre, model.hidden(model.embedding[tokens].flatten(1)), atol=1e-6), \
+        "sum_i W1^(i) e(x_i) must equal the concat pre-activation"
+    with pytest.raises(ValueError, match="pool='concat'"):
+        EmbMLP(64, 3, 4, pool="sum").first_layer_blocks()
+
+
+def test_parameter_count():
+    assert parameter_count(EmbMLP(64, 3, 4, d_embed=8, d_hidden=16)) == 64 * 8 + (24 * 16 + 16) + (16 * 4 + 4)
+    assert parameter_count(EmbLinear(64, 3, 4, d_embed=8)) == 64 * 8 + 8 * 4 + 4
+
+
+def test_models_keep_their_sizes():
+    model = EmbMLP(27, 3, 3, d_embed=4, d_hidden=8, activation="tanh", gamma=0.75, seed=2)
+    assert (model.vocab_size, model.seq_len, model.n_labels, model.d_embed, model.d_hidden) == (27, 3, 3, 4, 8)
+    assert model.gamma == 0.75 and model.activation == "tanh" and model.seed == 2
+
+
+@pytest.mark.parametrize("bad, error, what", [
+    (torch.zeros(4, 3), TypeError, "float tokens"),
+    (torch.zeros(4, 3, dtype=torch.bool), TypeError, "bool tokens"),
+    ([[0, 1, 2]], TypeError, "a list"),
+    (torch.zeros(4, 2, dtype=torch.long), ValueError, "wrong sequence length"),
+    (torch.zeros(3, dtype=torch.long), ValueError, "1-D tokens"),
+    (torch.zeros(0, 3, dtype=torch.long), ValueError, "no sequences"),
+    (torch.full((2, 3), 64), ValueError, "id = V"),
+    (torch.full((2, 3), -1), ValueError, "negative id"),
+])
+@pytest.mark.parametrize("model_class", [EmbMLP, EmbLinear])
+def test_forward_validates_tokens(model_class, bad, error, what):
+    model = model_class(64, 3, 4, d_embed=4)
+    with pytest.raises(error, match="tokens"):
+        model(bad)
+
+
+def test_forward_works_with_int32_tokens():
+    model = EmbMLP(64, 3, 4, d_embed=4, d_hidden=8)
+    tokens = tokens_for(3)
+    assert torch.allclose(model(tokens.int()), model(tokens))

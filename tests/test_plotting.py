@@ -1,0 +1,89 @@
+"""Tests for staircase_lib.plotting: every figure function returns its Axes and draws headless (Agg)."""
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from staircase_lib import plotting
+from staircase_lib.tasks import StaircaseTask
+
+
+def draw(ax):
+    """Render the figure, so errors that only appear at draw time surface here."""
+    ax.figure.canvas.draw()
+    return ax
+
+
+def test_the_backend_is_headless():
+    assert mpl.get_backend().lower() == "agg", "tests must draw with the Agg backend"
+
+
+def test_use_course_style_sets_opaque_backgrounds():
+    mpl.rcParams["figure.facecolor"] = "none"
+    plotting.use_course_style()
+    assert mpl.rcParams["figure.facecolor"] == "white" and mpl.rcParams["savefig.facecolor"] == "white"
+    colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
+    assert colors[:3] == list(plotting.ORDER_COLORS[:3]), "the colour cycle starts with the order colours"
+
+
+def test_signature_heatmap_draws_nan_rows():
+    psi = StaircaseTask().label_signature(0).clone()
+    psi[5] = float("nan")
+    ax = draw(plotting.signature_heatmap(psi, title="psi"))
+    assert isinstance(ax, plt.Axes)
+    image = ax.images[0]
+    assert image.get_array().shape == (64, 4)
+    assert np.ma.is_masked(image.get_array()[5]) or np.isnan(image.get_array()[5]).all(), "NaN rows stay NaN"
+    assert ax.get_title() == "psi" and ax.get_xlabel() == "label y"
+    assert len(ax.figure.axes) == 2, "a colorbar is drawn by default"
+
+
+def test_signature_heatmap_on_given_axes_without_colorbar():
+    fig, axes = plt.subplots(1, 2)
+    ax = plotting.signature_heatmap(torch.rand(6, 3), ax=axes[1], colorbar=False, vmin=0, vmax=1)
+    assert ax is axes[1], "the Axes passed in must be used"
+    assert len(fig.axes) == 2, "colorbar=False adds no axes"
+    assert ax.images[0].get_clim() == (0, 1), "extra keywords go to imshow"
+    draw(ax)
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_kernel_heatmap_has_a_symmetric_colour_scale(order):
+    kernel = StaircaseTask().kernel(order)
+    ax = draw(plotting.kernel_heatmap(kernel, title=f"K{order}"))
+    assert isinstance(ax, plt.Axes)
+    low, high = ax.images[0].get_clim()
+    assert low == pytest.approx(-high) and high == pytest.approx(float(kernel.abs().max()))
+
+
+def test_kernel_heatmap_of_a_zero_kernel():
+    ax = draw(plotting.kernel_heatmap(torch.zeros(4, 4), colorbar=False))
+    assert ax.images[0].get_clim() == (-1.0, 1.0), "an all-zero kernel still gets a valid colour range"
+
+
+def test_staircase_plot_with_everything():
+    steps = torch.arange(0, 1001, 50)
+    curves = {f"order {k}": torch.sigmoid((steps - 300.0 * (k + 1)) / 50) for k in range(3)}
+    loss = torch.linspace(1.4, 0.9, len(steps))
+    ax = draw(plotting.staircase_plot(steps, curves, loss=loss, stair_times=[300, None, 900], chance=0.13))
+    assert isinstance(ax, plt.Axes)
+    assert ax.get_xscale() == "log", "log x-axis by default (step 0 is clamped to 1)"
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels[:3] == list(curves) and "chance" in labels
+    legend_texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "loss" in legend_texts, "the loss on the twin axis is in the legend too"
+    assert len(ax.figure.axes) == 2, "the loss gets a second y-axis"
+    dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert len(dashed) == 2, "one dashed marker per known stair time (None is skipped)"
+    assert ax.get_ylim() == (-0.02, 1.02)
+
+
+def test_staircase_plot_minimal_linear_axis():
+    steps = torch.arange(0, 100, 10)
+    ax = draw(plotting.staircase_plot(steps, {"order 0": torch.rand(10)}, logx=False, title="t"))
+    assert ax.get_xscale() == "linear" and ax.get_title() == "t"
+    assert len(ax.figure.axes) == 1, "no loss, no twin axis"
+    assert ax.lines[0].get_color() == plotting.ORDER_COLORS[0]

@@ -1,0 +1,176 @@
+"""Tests for staircase_lib.training: the recording schedule, learning, determinism and the guards
+(NaN loss, Ctrl-C, mismatched sizes, progress bar)."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from staircase_lib.models import EmbLinear, EmbMLP
+from staircase_lib.tasks import StaircaseTask
+from staircase_lib.training import History, TrainConfig, train
+
+
+def small_model(seed=0, **kwargs):
+    options = dict(d_embed=8, d_hidden=32, gamma=0.5, seed=seed)
+    options.update(kwargs)
+    return EmbMLP(64, 3, 4, **options)
+
+
+def config(**kwargs):
+    options = dict(steps=20, lr=1e-2, batch_size=64, record_every=5, eval_size=256, device="cpu", progress=False)
+    options.update(kwargs)
+    return TrainConfig(**options)
+
+
+@pytest.mark.parametrize("steps, every, expected", [
+    (20, 5, [0, 5, 10, 15, 20]),
+    (23, 10, [0, 10, 20, 23]),
+    (7, 100, [0, 7]),
+    (3, 1, [0, 1, 2, 3]),
+])
+def test_history_follows_the_recording_schedule(task, steps, every, expected):
+    model = small_model()
+    history = train(model, task, config(steps=steps, record_every=every))
+    assert isinstance(history, History)
+    assert history.steps.tolist() == expected, "step 0, every record_every steps and the last step are recorded"
+    t = len(expected)
+    assert history.steps.dtype == torch.long
+    assert history.loss.shape == (t,) and history.accuracy.shape == (t,)
+    assert history.embeddings.shape == (t, 64, 8), "one embedding snapshot per recorded step"
+    assert all(x.device.type == "cpu" for x in (history.steps, history.loss, history.accuracy, history.embeddings))
+    assert not history.interrupted and history.seconds > 0
+    assert torch.all((history.accuracy >= 0) & (history.accuracy <= 1))
+
+
+def test_snapshots_are_the_embeddings_at_those_steps(task):
+    model = small_model()
+    initial = model.embedding.detach().clone()
+    history = train(model, task, config(steps=10))
+    assert torch.equal(history.embeddings[0], initial), "the first snapshot is the initial embedding"
+    assert torch.equal(history.embeddings[-1], model.embedding.detach()), "the last snapshot is the trained embedding"
+    assert not torch.equal(history.embeddings[0], history.embeddings[-1]), "training must move the embedding"
+
+
+def test_loss_decreases_on_the_task():
+    task = StaircaseTask(strengths=(0.8, 0.1, 0.05))
+    history = train(small_model(), task, config(steps=150, record_every=50, batch_size=128, eval_size=1024))
+    first, last = float(history.loss[0]), float(history.loss[-1])
+    assert first == pytest.approx(1.386, abs=0.05), f"a small init starts near log(4), got {first:.3f}"
+    assert last < first - 0.4, f"loss only went from {first:.3f} to {last:.3f} in 150 steps"
+    assert float(history.accuracy[-1]) > 0.7, "the order-0 rule (strength 0.8) is learned quickly"
+
+
+def test_same_seed_and_config_give_bit_identical_histories(task):
+    runs = [train(small_model(), task, config(steps=15)) for _ in range(2)]
+    for name in ("steps", "loss", "accuracy", "embeddings"):
+        assert torch.equal(getattr(runs[0], name), getattr(runs[1], name)), f"history.{name} is not reproducible"
+
+
+def test_different_seed_gives_a_different_history(task):
+    a = train(small_model(), task, config(steps=15, seed=0))
+    b = train(small_model(), task, config(steps=15, seed=1))
+    assert not torch.equal(a.loss, b.loss), "config.seed must change the data stream"
+    assert torch.equal(a.embeddings[0], b.embeddings[0]), "the model seed alone sets the initialization"
+
+
+def test_sgd_and_the_linear_model_train(task):
+    history = train(EmbLinear(64, 3, 4, d_embed=8, gamma=0.5), task, config(steps=10, optimizer="sgd", lr=0.5))
+    assert torch.isfinite(history.loss).all() and len(history.steps) == 3
+
+
+def test_nan_weights_raise_floating_point_error_naming_step_and_lr(task):
+    model = small_model()
+    with torch.no_grad():
+        model.embedding.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match=r"nan at step 0 with lr=0\.01"):
+        train(model, task, config(steps=5))
+
+
+def test_a_huge_learning_rate_raises_floating_point_error(task):
+    with pytest.raises(FloatingPointError, match=r"at step \d+ with lr=1000000\.0"):
+        train(small_model(), task, config(steps=30, lr=1e6, optimizer="sgd", record_every=1))
+
+
+class InterruptingTask:
+    """Delegates to a StaircaseTask and raises KeyboardInterrupt on the ``stop_at``-th call of sample."""
+
+    def __init__(self, stop_at):
+        self.task = StaircaseTask()
+        self.vocab_size, self.seq_len, self.n_labels = self.task.vocab_size, self.task.seq_len, self.task.n_labels
+        self.calls = 0
+        self.stop_at = stop_at
+
+    def sample(self, n, generator=None):
+        self.calls += 1
+        if self.calls >= self.stop_at:
+            raise KeyboardInterrupt
+        return self.task.sample(n, generator)
+
+
+def test_keyboard_interrupt_returns_the_partial_history():
+    # call 1 is the evaluation batch; calls 2.. are training steps 0, 1, ...; stopping at call 8 stops in step 6
+    history = train(small_model(), InterruptingTask(stop_at=8), config(steps=100, record_every=2))
+    assert history.interrupted, "an interrupted run must say so"
+    assert history.steps.tolist() == [0, 2, 4, 6], "the steps recorded before the interrupt are kept"
+    t = len(history.steps)
+    assert history.loss.shape == (t,) and history.accuracy.shape == (t,) and history.embeddings.shape[0] == t
+    assert torch.isfinite(history.loss).all(), "no unrecorded (empty) slots may leak into the history"
+
+
+def test_history_summary_and_dict(task):
+    history = train(small_model(), task, config(steps=10))
+    text = history.summary()
+    assert text.startswith("10 steps") and "final loss" in text and "accuracy" in text, text
+    data = history.as_dict()
+    assert set(data) >= {"steps", "loss", "accuracy", "embeddings", "seconds", "interrupted", "config"}
+    assert data["config"]["steps"] == 10 and isinstance(data["config"], dict)
+
+
+@pytest.mark.parametrize("field, value", [("vocab_size", 27), ("n_labels", 3), ("seq_len", 2)])
+def test_mismatched_task_and_model_sizes_raise(task, field, value):
+    sizes = dict(vocab_size=64, seq_len=3, n_labels=4)
+    sizes[field] = value
+    model = EmbMLP(sizes["vocab_size"], sizes["seq_len"], sizes["n_labels"], d_embed=4, d_hidden=8)
+    with pytest.raises(ValueError, match=f"task.{field}=.*model.{field}={value}"):
+        train(model, task, config(steps=2))
+
+
+def test_progress_bar_is_shown_when_asked(task, capsys):
+    history = train(small_model(), task, config(steps=10, progress=True))
+    assert len(history.steps) == 3
+    assert "training" in capsys.readouterr().err, "progress=True must draw a tqdm bar on stderr"
+
+
+def test_progress_follows_the_environment_when_unset(task, capsys, monkeypatch):
+    monkeypatch.setenv("STAIRCASE_PROGRESS", "1")
+    train(small_model(), task, config(steps=4, progress=None))
+    assert "training" in capsys.readouterr().err, "STAIRCASE_PROGRESS=1 must show the bar"
+    monkeypatch.setenv("STAIRCASE_PROGRESS", "0")
+    train(small_model(), task, config(steps=4, progress=None))
+    assert "training" not in capsys.readouterr().err, "STAIRCASE_PROGRESS=0 must hide the bar"
+
+
+def test_no_progress_bar_when_headless(task, capsys, monkeypatch):
+    monkeypatch.delenv("STAIRCASE_PROGRESS", raising=False)
+    monkeypatch.setenv("STAIRCASE_HEADLESS", "1")
+    train(small_model(), task, config(steps=4, progress=None))
+    assert "training" not in capsys.readouterr().err, "a headless run with no terminal shows no bar"
+
+
+def test_progress_bar_is_shown_to_a_person_by_default(task, capsys, monkeypatch):
+    import IPython
+
+    monkeypatch.delenv("STAIRCASE_PROGRESS", raising=False)
+    monkeypatch.delenv("STAIRCASE_HEADLESS", raising=False)
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("ZMQInteractiveShell", (), {})())
+    train(small_model(), task, config(steps=4, progress=None))
+    assert "training" in capsys.readouterr().err, "in a live notebook the bar is on by default"
+
+
+def test_train_config_is_frozen_and_defaults_are_sane():
+    cfg = TrainConfig(steps=5)
+    assert (cfg.lr, cfg.optimizer, cfg.device, cfg.progress) == (1e-2, "adam", "auto", None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.steps = 6
