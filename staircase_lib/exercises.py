@@ -9,7 +9,8 @@ from typing import Callable
 import torch
 
 __all__ = ["Exercise", "EXERCISES", "ExerciseFailed", "check_label_signature", "check_pair_residual",
-           "check_predicted_velocity", "check_relative_gap", "check_readout_velocity",
+           "check_predicted_velocity", "check_relative_gap", "check_readout_velocity", "check_half_rise_time",
+           "check_surviving_stairs",
            "check_mode_strength", "check_half_time", "check_learning_order",
            "check_addition_kernel"]
 
@@ -292,3 +293,40 @@ def check_learning_order(learning_order: Callable) -> None:
         if got != expected:
             _fail("ex-2.3", f"singular values {values}, u0={u0}: expected the order {expected}, got {got} - did every "
                             "mode reach half strength within your simulated time?")
+
+
+# ----- chapter 4 ------------------------------------------------------------------------------------
+@_exercise("ex-4.1", "Detect a stair", difficulty=1, minutes=15)
+def check_half_rise_time(half_rise_time: Callable) -> None:
+    """Check ``half_rise_time(steps LongTensor[T], curve Tensor[T]) -> int | None`` on synthetic curves."""
+    steps = torch.arange(0, 10_001, 50)
+    for centre, width, low, high in ((2000, 200.0, 0.1, 0.9), (6500, 500.0, 0.3, 0.7), (300, 50.0, 0.0, 0.5)):
+        curve = low + (high - low) * torch.sigmoid((steps.double() - centre) / width)
+        got = half_rise_time(steps, curve)
+        if got is None or abs(int(got) - centre) > 50:
+            _fail("ex-4.1", f"a sigmoid from {low} to {high} centred at step {centre} should give about {centre}, got {got}"
+                            " - the threshold is halfway between the minimum before the peak and the peak")
+    peak = torch.exp(-((steps.double() - 3000) / 400) ** 2)
+    bump = torch.where(steps < 3000, 0.3 + 0.5 * peak, 0.8 * peak)  # rises from 0.3 to 0.8, then falls to 0
+    got = half_rise_time(steps, bump)
+    if got is None or not 2600 <= int(got) <= 2800:
+        _fail("ex-4.1", f"a curve that rises from 0.3 to 0.8 (peak at 3000) and then falls to 0 should give its rise time "
+                        f"near 2670, got {got} - look for the minimum only before the peak")
+    flat = 0.3 + 0.01 * torch.sin(steps.double())
+    got = half_rise_time(steps, flat)
+    if got is not None:
+        _fail("ex-4.1", f"a curve that never rises by 0.1 has no stair (return None), got {got}")
+
+
+@_exercise("ex-4.2", "Which stairs survive?", difficulty=2, minutes=15)
+def check_surviving_stairs(surviving_stairs: Callable) -> None:
+    """Check ``surviving_stairs(activation) -> tuple of orders`` against degree counting."""
+    expected = {"identity": (0,), "gelu": (0, 1, 2), "tanh": (0, 1, 2), "quadratic": (0, 1)}
+    hints = {"identity": "a linear activation has no derivative beyond the first: no interaction term exists",
+             "tanh": "tanh has sigma''(0) = 0, but sigma'''(0) = -2 couples pairs and triples together",
+             "quadratic": "a + a^2/2 makes the logits a degree-2 polynomial of the tokens: pairs, but never a pure triple",
+             "gelu": "sigma''(0) is not zero"}
+    for activation, answer in expected.items():
+        got = surviving_stairs(activation)
+        if tuple(sorted(got or ())) != answer:
+            _fail("ex-4.2", f"{activation}: got {got}. Hint: {hints[activation]}")

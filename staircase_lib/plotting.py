@@ -7,7 +7,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import torch
 
-__all__ = ["ORDER_COLORS", "use_course_style", "signature_heatmap", "kernel_heatmap", "staircase_plot"]
+__all__ = ["ORDER_COLORS", "use_course_style", "signature_heatmap", "kernel_heatmap", "staircase_plot",
+           "gram_animation"]
 
 ORDER_COLORS = ("#1b6ca8", "#d9822b", "#2e8b57", "#8e44ad", "#c0392b")
 """Colour of order 0, 1, 2, ... in every figure."""
@@ -97,3 +98,36 @@ def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss
     else:
         ax.legend(loc="center left", fontsize=8)
     return ax
+
+
+def gram_animation(steps: torch.Tensor, embeddings: torch.Tensor, n_frames: int = 16, title: str = "embedding cosines") -> str:
+    """A scrubbable animation of the embeddings' cosine matrix: HTML with a JS slider, no kernel needed.
+
+    ``embeddings``: Tensor[T, V, d] snapshots at ``steps`` (LongTensor[T]); frames are spaced evenly in
+    log-step. Returns the HTML of matplotlib's ``to_jshtml``.
+    """
+    from matplotlib import animation
+
+    if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 3 or embeddings.shape[0] != len(steps):
+        raise ValueError(f"embeddings must have shape [T, V, d] with T = len(steps), got {getattr(embeddings, 'shape', None)}")
+    if isinstance(n_frames, bool) or not isinstance(n_frames, int) or n_frames < 1:
+        raise ValueError(f"n_frames must be a positive int, got {n_frames!r}")
+    log_steps = torch.log(steps.double().clamp_min(1))
+    targets = torch.linspace(float(log_steps[0]), float(log_steps[-1]), n_frames, dtype=torch.float64)
+    frames = sorted({int(torch.argmin((log_steps - t).abs())) for t in targets})
+    unit = torch.nn.functional.normalize(embeddings.double(), dim=-1)
+    cosines = unit @ unit.transpose(1, 2)
+    fig, ax = plt.subplots(figsize=(3.8, 3.4))
+    image = ax.imshow(cosines[frames[0]].numpy(), cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set(xlabel="token v'", ylabel="token v")
+    ax.grid(False)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+
+    def draw(i: int):
+        image.set_data(cosines[frames[i]].numpy())
+        ax.set_title(f"{title}, step {int(steps[frames[i]])}", fontsize=9)
+        return (image,)
+
+    html = animation.FuncAnimation(fig, draw, frames=len(frames), interval=500).to_jshtml(default_mode="once")
+    plt.close(fig)
+    return html

@@ -148,3 +148,16 @@ def test_wrong_answers_fail_with_a_helpful_message(exercise_id, wrong, hint):
 def test_a_numpy_answer_to_ex_1_3_is_rejected_clearly():
     with pytest.raises(ExerciseFailed, match="torch.Tensor"):
         exercises.check_addition_kernel(lambda n: np.asarray(addition_kernel(n)))
+
+
+def test_chapter4_checks_accept_right_and_explain_wrong_answers():
+    from staircase_lib.metrics import stair_time
+
+    ex = exercises
+    assert ex.check_half_rise_time(lambda steps, curve: stair_time(steps, curve)) is True
+    with pytest.raises(ex.ExerciseFailed, match="minimum only before the peak"):
+        ex.check_half_rise_time(lambda steps, curve: int(steps[int(torch.nonzero(
+            curve >= (curve.min() + curve.max()) / 2)[0])]) if curve.max() - curve.min() >= 0.1 else None)
+    assert ex.check_surviving_stairs(lambda a: {"identity": (0,), "quadratic": (0, 1)}.get(a, (0, 1, 2))) is True
+    with pytest.raises(ex.ExerciseFailed, match="quadratic"):
+        ex.check_surviving_stairs(lambda a: (0,) if a == "identity" else (0, 1, 2))
