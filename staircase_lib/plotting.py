@@ -1,6 +1,7 @@
 """The course's figures in one house style (opaque backgrounds, so they read in dark mode too)."""
 from __future__ import annotations
 
+import re
 from typing import Mapping, Sequence
 
 import matplotlib as mpl
@@ -130,4 +131,17 @@ def gram_animation(steps: torch.Tensor, embeddings: torch.Tensor, n_frames: int 
 
     html = animation.FuncAnimation(fig, draw, frames=len(frames), interval=500).to_jshtml(default_mode="once")
     plt.close(fig)
+    return _offline_controls(html)
+
+
+_ICONS = {"fa-play fa-flip-horizontal": "&#9664;", "fa-fast-backward": "&#9198;", "fa-fast-forward": "&#9197;",
+          "fa-step-backward": "&#9664;&#10073;", "fa-step-forward": "&#10073;&#9654;", "fa-pause": "&#10074;&#10074;",
+          "fa-play": "&#9654;", "fa-minus": "&minus;", "fa-plus": "+"}
+
+
+def _offline_controls(html: str) -> str:
+    """Drop the Font Awesome stylesheet that ``to_jshtml`` loads from a CDN; draw the buttons with Unicode."""
+    html = re.sub(r"<link[^>]*font-awesome[^>]*>", "", html)
+    for icon, symbol in _ICONS.items():
+        html = html.replace(f'<i class="fa {icon}"></i>', symbol)
     return html

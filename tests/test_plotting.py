@@ -100,3 +100,9 @@ def test_gram_animation_returns_scrubbable_html():
 def test_gram_animation_rejects_bad_input(embeddings, n_frames):
     with pytest.raises(ValueError, match="embeddings|n_frames"):
         plotting.gram_animation(torch.tensor([0, 1, 2, 3]), embeddings, n_frames=n_frames)
+
+
+def test_gram_animation_needs_no_network():
+    html = plotting.gram_animation(torch.tensor([0, 10, 100]), torch.randn(3, 5, 2), n_frames=3)
+    assert "http://" not in html and "https://" not in html, "the animation must not load anything from a CDN"
+    assert '<i class="fa' not in html, "button icons are drawn with Unicode, not Font Awesome"
