@@ -4,11 +4,12 @@ Data flow: ``tasks`` -> ``signatures`` -> ``models``/``training`` -> ``metrics``
 """
 __version__ = "0.1.0"
 
-from . import ensemble, exercises, metrics, models, plotting, signatures, tasks, theory, training, widgets  # noqa: E402
+from . import cache, ensemble, exercises, metrics, models, plotting, signatures, tasks, theory, training, widgets  # noqa: E402
 from .runtime import resolve_device, setup  # noqa: E402
 
 __all__ = [
     "__version__",
+    "cache",
     "ensemble",
     "exercises",
     "metrics",

@@ -3,7 +3,9 @@
 ``train_ensemble`` stacks the K members' parameters along a leading axis and runs a hand-written
 forward and backward pass with batched matmuls, then one Adam (or SGD) step on a single flat buffer.
 Each member sees exactly the data that ``training.train`` would sample for it, so member ``k``
-reproduces ``train(models[k], task, replace(config, seed=seeds[k]))`` up to float rounding.
+reproduces ``train(models[k], task, replace(config, seed=seeds[k]))`` up to float rounding (and
+``train`` itself runs an Emb-MLP as a one-member ensemble; its generic autograd loop,
+``training._train_autograd``, is the reference the tests compare against).
 
 The first layer is computed per token instead of per sample: with ``P = E W1^(i)T`` (Tensor[V, m] for
 each position block ``i``) the pre-activation of a sequence is ``b1 + sum_i P_i[x_i]``, so the matmuls
@@ -21,7 +23,7 @@ import torch
 from torch.nn import functional as F
 
 from .models import ACTIVATIONS, EmbMLP
-from .runtime import resolve_device
+from .runtime import capped_threads, resolve_device
 from .tasks import StaircaseTask
 from .training import History, TrainConfig, _record_steps, _show_progress
 
@@ -125,9 +127,10 @@ class _Streams:
     def __init__(self, tasks: list, seeds: list[int], n: int, steps: int, device: torch.device, prepare):
         self.tasks, self.n, self.device, self.prepare, self.left = tasks, n, device, prepare, steps
         self.gens = [torch.Generator(device=device).manual_seed(s) for s in seeds]
-        self.per_chunk = max(1, min(steps, _CHUNK_SAMPLES // (n * len(tasks))))
         self.chunk, self.pos, self.chunk_len = (), 0, 0
         self.fast = self._fast_path_ok()
+        # other tasks are sampled step by step, as train() does (a task's sample may have side effects)
+        self.per_chunk = max(1, min(steps, _CHUNK_SAMPLES // (n * len(tasks)))) if self.fast else 1
 
     def _fast_path_ok(self) -> bool:
         t0 = self.tasks[0]
@@ -347,14 +350,20 @@ def train_ensemble(models: Sequence[EmbMLP], task, config: TrainConfig, tasks: S
     ensemble's wall time. The trained parameters are copied back into ``models``. Frozen parameters
     (``requires_grad=False``, the same in every member) stay frozen.
 
-    Cost on 2 CPU cores (d=32, m=256, batch 512): about 1 ms per step for one model and 2.5-3.5 ms
-    for three, against about 3.5-4 ms for ``train``.
+    ``train`` runs a single Emb-MLP on this path. Cost on 2 CPU cores (d=32, m=256, batch 512, see
+    ``benchmarks/RESULTS.md``): about 1.2 ms per step for one model, 2.5-3.5 ms for three and 15 ms for
+    sixteen, against about 3 ms for the generic autograd loop and 7 ms for a stock PyTorch loop.
     """
     models = _check_models(models)
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     tasks = _check_tasks(task, tasks, models)
     seeds = _check_seeds(seeds, config, len(models))
+    with capped_threads():  # never more threads than this process may use
+        return _train_ensemble(models, tasks, config, seeds)
+
+
+def _train_ensemble(models: list[EmbMLP], tasks: list, config: TrainConfig, seeds: list[int]) -> list[History]:
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     for model in models:
@@ -379,23 +388,23 @@ def train_ensemble(models: Sequence[EmbMLP], task, config: TrainConfig, tasks: S
         nonlocal recorded
         with torch.no_grad():
             for k, (batch, rows) in enumerate(zip(evals, eval_rows)):
-                logits = stack.forward(rows, len(batch), slice(k, k + 1))[2][0].T
-                loss_rec[recorded, k] = F.cross_entropy(logits, batch.labels)
-                acc_rec[recorded, k] = (logits.argmax(-1) == batch.labels).float().mean()
+                logits_t = stack.forward(rows, len(batch), slice(k, k + 1))[2][0]  # [C, n]
+                loss_rec[recorded, k] = F.cross_entropy(logits_t.T, batch.labels)
+                acc_rec[recorded, k] = (logits_t.argmax(0) == batch.labels).float().mean()  # argmax(-1) of .T: slow
             emb_rec[recorded] = stack.params[0]
         bad = ~torch.isfinite(loss_rec[recorded])
         if bad.any():
             k = int(bad.nonzero()[0])
+            who = f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma})" if K > 1 else "loss"
             raise FloatingPointError(
-                f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma}) became "
-                f"{float(loss_rec[recorded, k])} at step {mark_list[recorded]} with lr={config.lr}; "
+                f"{who} became {float(loss_rec[recorded, k])} at step {mark_list[recorded]} with lr={config.lr}; "
                 "try a smaller learning rate or a smaller initialization (larger gamma)")
         recorded += 1
 
     bar = None
     if _show_progress(config.progress):
         from tqdm.auto import tqdm
-        bar = tqdm(total=config.steps, desc=f"training {K} models", leave=False)
+        bar = tqdm(total=config.steps, desc="training" if K == 1 else f"training {K} models", leave=False)
     start = time.perf_counter()
     interrupted = False
     try:

@@ -3,6 +3,8 @@ reference, and give a targeted hint. The reference solutions are never exported.
 from __future__ import annotations
 
 import inspect
+import math
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -10,7 +12,7 @@ import torch
 
 __all__ = ["Exercise", "EXERCISES", "ExerciseFailed", "check_label_signature", "check_pair_residual",
            "check_predicted_velocity", "check_relative_gap", "check_readout_velocity", "check_half_rise_time",
-           "check_surviving_stairs",
+           "check_surviving_stairs", "check_plateau_loss",
            "check_mode_strength", "check_half_time", "check_learning_order",
            "check_addition_kernel"]
 
@@ -21,26 +23,46 @@ class ExerciseFailed(AssertionError):
 
 @dataclass(frozen=True)
 class Exercise:
-    """A registered exercise: stable id (``ex-C.N``), title, difficulty 1-3, minutes and its check."""
+    """A registered exercise: stable id (``ex-C.N``), title, difficulty 1-3, minutes, its check, and the name
+    of the function the learner writes. Ids are assigned by hand and never derived from content."""
 
     id: str
     title: str
     difficulty: int
     minutes: int
     check: Callable[[Callable], bool]
+    function: str
+
+    @property
+    def chapter(self) -> int:
+        """The chapter number: 3 for ``ex-3.2``."""
+        return int(self.id.removeprefix("ex-").split(".")[0])
+
+    @property
+    def signature(self) -> str:
+        """The call the check makes, from its docstring: ``relative_gap(embeddings [T, V, d], v, w) -> Tensor[T]``."""
+        match = re.search(r"``(%s\(.*?)``" % re.escape(self.function), self.check.__doc__ or "")
+        return match.group(1) if match else f"{self.function}(...)"
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The parameter names the check passes positionally, e.g. ``("embeddings", "v", "w")``."""
+        inside = re.sub(r"\[[^\]]*\]", "", self.signature.split("(", 1)[1].split(")", 1)[0])
+        return tuple(part.split()[0] for part in inside.split(",") if part.strip())
 
 
 EXERCISES: dict[str, Exercise] = {}
 """All exercises of the course by id."""
 
 
-def _exercise(exercise_id: str, title: str, difficulty: int, minutes: int):
+def _exercise(exercise_id: str, title: str, function: str, difficulty: int, minutes: int):
     def register(check: Callable[[Callable], None]) -> Callable[[Callable], bool]:
-        def run(function: Callable) -> bool:
-            if not callable(function):
-                raise TypeError(f"{exercise_id}: pass your function itself, got {type(function).__name__}")
+        def run(learner: Callable) -> bool:
+            if not callable(learner):
+                raise TypeError(f"{exercise_id}: pass your function itself, got {type(learner).__name__}")
+            _check_signature(EXERCISES[exercise_id], learner)
             try:
-                check(function)
+                check(learner)
             except NotImplementedError:
                 print(f"{exercise_id} ({title}): not attempted yet - replace the NotImplementedError with your code.")
                 return False
@@ -49,10 +71,24 @@ def _exercise(exercise_id: str, title: str, difficulty: int, minutes: int):
 
         run.__name__, run.__doc__ = check.__name__, check.__doc__
         run.__signature__ = inspect.signature(check)
-        EXERCISES[exercise_id] = Exercise(exercise_id, title, difficulty, minutes, run)
+        EXERCISES[exercise_id] = Exercise(exercise_id, title, difficulty, minutes, run, function)
         return run
 
     return register
+
+
+def _check_signature(exercise: Exercise, learner: Callable) -> None:
+    """Fail with a clear message when ``learner`` cannot be called the way the check calls it."""
+    try:
+        signature = inspect.signature(learner)
+    except (TypeError, ValueError):  # some builtins have no signature: let the check find out
+        return
+    try:
+        signature.bind(*exercise.parameters)
+    except TypeError:
+        name = getattr(learner, "__name__", exercise.function)
+        _fail(exercise.id, f"wrong signature: your function is {name}{signature}, but the check calls it as "
+                           f"{exercise.function}({', '.join(exercise.parameters)}) - keep the parameters of the stub")
 
 
 def _fail(exercise_id: str, message: str) -> None:
@@ -83,7 +119,7 @@ def _ref_label_signature(tokens, labels, position, n_tokens, n_labels):
     return torch.where(totals > 0, counts / totals.clamp_min(1), torch.full_like(counts, float("nan")))
 
 
-@_exercise("ex-1.1", "Count an order-0 signature", difficulty=1, minutes=15)
+@_exercise("ex-1.1", "Count an order-0 signature", function="label_signature", difficulty=1, minutes=15)
 def check_label_signature(label_signature: Callable) -> None:
     """Check ``label_signature(tokens, labels, position, n_tokens, n_labels) -> Tensor[V, C]``."""
     gen = torch.Generator().manual_seed(11)
@@ -108,7 +144,7 @@ def _ref_pair_residual(phi_pair, psi_i, psi_j, pi):
     return phi_pair - psi_i[:, None, :] - psi_j[None, :, :] + pi[None, None, :]
 
 
-@_exercise("ex-1.2", "The pure order-1 part", difficulty=2, minutes=20)
+@_exercise("ex-1.2", "The pure order-1 part", function="pair_residual", difficulty=2, minutes=20)
 def check_pair_residual(pair_residual: Callable) -> None:
     """Check ``pair_residual(phi_pair [V, V, C], psi_i [V, C], psi_j [V, C], pi [C]) -> Tensor[V, V, C]``."""
     gen = torch.Generator().manual_seed(12)
@@ -144,7 +180,7 @@ def _ref_addition_kernel(n):
     return centred @ centred.T
 
 
-@_exercise("ex-1.3", "The order-0 kernel of addition", difficulty=2, minutes=20)
+@_exercise("ex-1.3", "The order-0 kernel of addition", function="addition_kernel", difficulty=2, minutes=20)
 def check_addition_kernel(addition_kernel: Callable) -> None:
     """Check ``addition_kernel(n) -> Tensor[n, n]``: K^(0) of the first operand for y = a + b, a, b uniform."""
     for n in (3, 5, 8):
@@ -170,7 +206,7 @@ def _random_factors(gen, n_pos=3, n_tokens=6, n_labels=4, d_hidden=5, d_embed=3)
             torch.randn(n_pos, d_hidden, d_embed, generator=gen))
 
 
-@_exercise("ex-3.1", "The leading-order embedding velocity", difficulty=2, minutes=25)
+@_exercise("ex-3.1", "The leading-order embedding velocity", function="predicted_velocity", difficulty=2, minutes=25)
 def check_predicted_velocity(predicted_velocity: Callable) -> None:
     """Check ``predicted_velocity(drives [L, V, C], readout [C, m], blocks [L, m, d], slope) -> Tensor[V, d]``."""
     gen = torch.Generator().manual_seed(31)
@@ -195,7 +231,7 @@ def check_predicted_velocity(predicted_velocity: Callable) -> None:
                         "- check the factor sigma'(0) and which block W_1^(i) multiplies which S^(i)")
 
 
-@_exercise("ex-3.2", "Signature twins move together", difficulty=1, minutes=15)
+@_exercise("ex-3.2", "Signature twins move together", function="relative_gap", difficulty=1, minutes=15)
 def check_relative_gap(relative_gap: Callable) -> None:
     """Check ``relative_gap(embeddings [T, V, d], v, w) -> Tensor[T]`` = ||e_v - e_w|| / ||e_v|| per snapshot."""
     gen = torch.Generator().manual_seed(32)
@@ -209,7 +245,7 @@ def _ref_readout_velocity(drives, embedding, blocks, slope):
     return slope * torch.einsum("lvc,vd,lmd->cm", drives.double(), embedding.double(), blocks.double())
 
 
-@_exercise("ex-3.3", "The readout's velocity", difficulty=3, minutes=30)
+@_exercise("ex-3.3", "The readout's velocity", function="readout_velocity", difficulty=3, minutes=30)
 def check_readout_velocity(readout_velocity: Callable) -> None:
     """Check ``readout_velocity(drives [L, V, C], embedding [V, d], blocks [L, m, d], slope) -> Tensor[C, m]``."""
     gen = torch.Generator().manual_seed(33)
@@ -221,7 +257,7 @@ def check_readout_velocity(readout_velocity: Callable) -> None:
 
 
 # ----- chapter 2 ------------------------------------------------------------------------------------
-@_exercise("ex-2.1", "The closed-form mode strength", difficulty=1, minutes=15)
+@_exercise("ex-2.1", "The closed-form mode strength", function="mode_strength", difficulty=1, minutes=15)
 def check_mode_strength(mode_strength: Callable) -> None:
     """Check ``mode_strength(s, u0, t) -> Tensor``: the solution of du/dt = 2u(s - u), u(0) = u0 (broadcasting)."""
     from .theory import mode_trajectory
@@ -248,11 +284,9 @@ def check_mode_strength(mode_strength: Callable) -> None:
              f"s = 3, u0 = 1e-3 at t = {late.tolist()} (the mode must saturate at s)", atol=1e-4)
 
 
-@_exercise("ex-2.2", "Predict the half-rise time", difficulty=1, minutes=10)
+@_exercise("ex-2.2", "Predict the half-rise time", function="half_time", difficulty=1, minutes=10)
 def check_half_time(half_time: Callable) -> None:
     """Check ``half_time(s, u0) -> float``: the time at which the two-factor mode reaches s/2 (5% tolerance)."""
-    import math
-
     from .theory import mode_trajectory
 
     for s, u0 in ((3.0, 1e-3), (1.0, 1e-6), (2.0, 0.5), (0.5, 0.1), (1.5, 1e-2)):
@@ -273,7 +307,7 @@ def check_half_time(half_time: Callable) -> None:
         _fail("ex-2.2", f"s={s}, u0={u0}: expected t_half = {expected:.4f}, got {got:.4f} ({hint})")
 
 
-@_exercise("ex-2.3", "Strong modes first", difficulty=2, minutes=20)
+@_exercise("ex-2.3", "Strong modes first", function="learning_order", difficulty=2, minutes=20)
 def check_learning_order(learning_order: Callable) -> None:
     """Check ``learning_order(singular_values, u0) -> list[int]``: mode indices in the order they reach s/2."""
     cases = [((3.0, 2.0, 1.0), 1e-3), ((1.0, 3.0, 2.0), 1e-3), ((0.8, 2.5, 1.6, 3.2), 1e-4)]
@@ -296,7 +330,7 @@ def check_learning_order(learning_order: Callable) -> None:
 
 
 # ----- chapter 4 ------------------------------------------------------------------------------------
-@_exercise("ex-4.1", "Detect a stair", difficulty=1, minutes=15)
+@_exercise("ex-4.1", "Detect a stair", function="half_rise_time", difficulty=1, minutes=15)
 def check_half_rise_time(half_rise_time: Callable) -> None:
     """Check ``half_rise_time(steps LongTensor[T], curve Tensor[T]) -> int | None`` on synthetic curves."""
     steps = torch.arange(0, 10_001, 50)
@@ -318,7 +352,7 @@ def check_half_rise_time(half_rise_time: Callable) -> None:
         _fail("ex-4.1", f"a curve that never rises by 0.1 has no stair (return None), got {got}")
 
 
-@_exercise("ex-4.2", "Which stairs survive?", difficulty=2, minutes=15)
+@_exercise("ex-4.2", "Which stairs survive?", function="surviving_stairs", difficulty=2, minutes=15)
 def check_surviving_stairs(surviving_stairs: Callable) -> None:
     """Check ``surviving_stairs(activation) -> tuple of orders`` against degree counting."""
     expected = {"identity": (0,), "gelu": (0, 1, 2), "tanh": (0, 1, 2), "quadratic": (0, 1)}
@@ -330,3 +364,24 @@ def check_surviving_stairs(surviving_stairs: Callable) -> None:
         got = surviving_stairs(activation)
         if tuple(sorted(got or ())) != answer:
             _fail("ex-4.2", f"{activation}: got {got}. Hint: {hints[activation]}")
+
+
+def _ref_plateau_loss(strength, attribute_size):
+    p_true = strength + (1 - strength) / attribute_size
+    p_other = (1 - strength) / attribute_size
+    return -(p_true * math.log(p_true) + (attribute_size - 1) * p_other * math.log(p_other)) if p_other > 0 else 0.0
+
+
+@_exercise("ex-4.3", "The loss of the first plateau", function="plateau_loss", difficulty=2, minutes=20)
+def check_plateau_loss(plateau_loss: Callable) -> None:
+    """Check ``plateau_loss(strength, attribute_size) -> float``: cross-entropy of the order-0 model."""
+    for strength, size in ((0.15, 4), (0.4, 4), (0.3, 8), (0.0, 4)):
+        got = plateau_loss(strength, size)
+        expected = _ref_plateau_loss(strength, size)
+        if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
+            _fail("ex-4.3", f"return one number (the loss in nats), got {type(got).__name__}")
+        if abs(float(got) - expected) > 1e-6:
+            hint = ("with strength 0 the order-0 model predicts the uniform distribution: log(a) nats"
+                    if strength == 0 else "the model predicts P(y | x_0) = lambda_0 delta_g + (1 - lambda_0) u; "
+                    "its cross-entropy with the true labels is the entropy of that distribution (natural log)")
+            _fail("ex-4.3", f"strength={strength}, attribute_size={size}: got {float(got):.5f}. Hint: {hint}")

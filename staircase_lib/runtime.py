@@ -1,15 +1,20 @@
 """Run-time set-up: device choice, seeding and a one-line report of versions."""
 from __future__ import annotations
 
+import functools
+import math
 import os
 import platform
 import random
 import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "seed_everything", "setup", "is_headless", "in_colab"]
+__all__ = ["resolve_device", "seed_everything", "setup", "is_headless", "in_colab", "usable_cpus", "capped_threads"]
 
 _DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
 
@@ -37,6 +42,53 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise ValueError(f"device={device!r} was requested but MPS is not available; use device='auto' or 'cpu'")
     return torch.device(device)
+
+
+def _cgroup_cpu_limit() -> float | None:
+    """CPUs allowed by a cgroup quota (containers, CI runners), or None if there is no quota."""
+    try:  # cgroup v2: "max 100000" or "<quota> <period>"
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:  # cgroup v1
+        quota = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
+        period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
+        return quota / period if quota > 0 and period > 0 else None
+    except (OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def usable_cpus() -> int:
+    """CPUs this process may actually use: its affinity mask, capped by a cgroup CPU quota."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        count = os.cpu_count() or 1
+    limit = _cgroup_cpu_limit()
+    if limit is not None:
+        count = min(count, max(1, math.ceil(limit)))
+    return max(1, count)
+
+
+@contextmanager
+def capped_threads(limit: int | None = None) -> Iterator[int]:
+    """Run torch's CPU ops on at most ``limit`` threads (default :func:`usable_cpus`), then restore.
+
+    Never raises the thread count: a smaller ``torch.set_num_threads`` or ``OMP_NUM_THREADS`` is kept.
+    This avoids oversubscription where torch counts the host's cores but a container allows fewer,
+    which makes small training loops many times slower.
+    """
+    before = torch.get_num_threads()
+    target = max(1, min(before, usable_cpus() if limit is None else limit))
+    if target != before:
+        torch.set_num_threads(target)
+    try:
+        yield target
+    finally:
+        if target != before:
+            torch.set_num_threads(before)
 
 
 def seed_everything(seed: int) -> None:

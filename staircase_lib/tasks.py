@@ -67,6 +67,7 @@ class StaircaseTask:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
+        self._cumulative: dict = {}  # cumulative strengths per (device, strengths), built once
 
     def __repr__(self) -> str:
         return f"StaircaseTask(strengths={self.strengths}, attribute_size={self.attribute_size}, seed={self.seed})"
@@ -113,12 +114,20 @@ class StaircaseTask:
         gen = self._generator if generator is None else generator
         device = gen.device
         tokens = torch.randint(self.vocab_size, (n, self.seq_len), generator=gen, device=device)
-        cumulative = torch.tensor(list(itertools.accumulate(self.strengths)), device=device)
+        cumulative = self._cumulative_strengths(device)
         rule = torch.bucketize(torch.rand(n, generator=gen, device=device), cumulative, right=True)
         noise_labels = torch.randint(self.n_labels, (n,), generator=gen, device=device)
         candidates = torch.cat((self.rule_labels(tokens), noise_labels[:, None]), dim=1)
         labels = candidates.gather(1, rule[:, None]).squeeze(1)
         return Batch(tokens, labels)
+
+    def _cumulative_strengths(self, device: torch.device) -> torch.Tensor:
+        key = (str(device), self.strengths)
+        cumulative = self._cumulative.get(key)
+        if cumulative is None:
+            cumulative = torch.tensor(list(itertools.accumulate(self.strengths)), device=device)
+            self._cumulative[key] = cumulative
+        return cumulative
 
     # ----- exact quantities -------------------------------------------------------------------
     def label_marginal(self) -> torch.Tensor:

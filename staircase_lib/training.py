@@ -1,5 +1,11 @@
 """One training loop for every model: fresh batches sampled on the device, a recording schedule,
-preallocated snapshots, seeds, ``device="auto"`` and a progress bar for people watching."""
+preallocated snapshots, seeds, ``device="auto"`` and a progress bar for people watching.
+
+``train`` sends a plain :class:`~staircase_lib.models.EmbMLP` to the batched trainer of
+:mod:`staircase_lib.ensemble` (a one-member ensemble: hand-written backward pass, data drawn on the
+device in chunks, one fused Adam step on a flat buffer; about 3x faster) and every other model to the
+generic autograd loop ``_train_autograd``. Both record the same :class:`History`.
+"""
 from __future__ import annotations
 
 import os
@@ -12,7 +18,8 @@ import torch
 from torch import nn
 
 from ._checks import check_choice, check_finite_float, check_positive_int
-from .runtime import is_headless, resolve_device
+from .models import EmbMLP
+from .runtime import capped_threads, is_headless, resolve_device
 from .tasks import Batch
 
 __all__ = ["TrainConfig", "History", "train"]
@@ -106,10 +113,24 @@ def _show_progress(flag: bool | None) -> bool:
     return True
 
 
-def _make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
+def _make_optimizer(name: str, params, lr: float, device: torch.device) -> torch.optim.Optimizer:
     if name == "adam":
+        params = list(params)
+        if device.type in ("cpu", "cuda"):  # one fused kernel per step instead of a dozen small ones
+            try:
+                return torch.optim.Adam(params, lr=lr, fused=True)
+            except (RuntimeError, TypeError, ValueError):  # an older torch, or a dtype it cannot fuse
+                pass
         return torch.optim.Adam(params, lr=lr)
     return torch.optim.SGD(params, lr=lr)
+
+
+_EMB_MLP_PARAMETERS = ("embedding", "hidden.weight", "hidden.bias", "readout.weight", "readout.bias")
+
+
+def _uses_fast_path(model: nn.Module) -> bool:
+    """True for a plain EmbMLP (not a subclass, which may change ``logits``) with its five parameters."""
+    return type(model) is EmbMLP and tuple(name for name, _ in model.named_parameters()) == _EMB_MLP_PARAMETERS
 
 
 def train(model: nn.Module, task: SupportsSample, config: TrainConfig) -> History:
@@ -119,7 +140,24 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig) -> Histor
     fixed evaluation batch at each recorded step; the embedding matrix is snapshotted there too.
     Raises ``FloatingPointError`` if the loss becomes NaN or infinite; on ``KeyboardInterrupt`` the
     history recorded so far is returned with ``interrupted=True``.
+
+    An :class:`~staircase_lib.models.EmbMLP` trains on the fast batched path (a one-member
+    :func:`~staircase_lib.ensemble.train_ensemble`), other models on the generic autograd loop; both
+    see the same data and agree up to float rounding, and each is bit-reproducible run to run. Torch
+    runs on at most as many threads as the process may use (see :func:`~staircase_lib.runtime.capped_threads`).
     """
+    _check_train_args(model, task, config)
+    if _uses_fast_path(model):
+        from .ensemble import train_ensemble  # ensemble imports this module
+
+        history = train_ensemble([model], task, config, seeds=[config.seed])[0]
+        history.extras = {}
+        return history
+    with capped_threads():
+        return _train_autograd(model, task, config)
+
+
+def _check_train_args(model, task, config) -> None:
     if not isinstance(model, nn.Module) or not hasattr(model, "embedding"):
         raise TypeError(f"model must be a staircase_lib model (nn.Module with .embedding), got {type(model).__name__}")
     if not isinstance(config, TrainConfig):
@@ -128,12 +166,17 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig) -> Histor
         if getattr(task, name, None) != getattr(model, name, None):
             raise ValueError(f"task.{name}={getattr(task, name, None)} does not match model.{name}="
                              f"{getattr(model, name, None)}")
+
+
+def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig) -> History:
+    """The generic loop behind :func:`train`: autograd and ``torch.optim`` on any model with ``logits``."""
+    _check_train_args(model, task, config)
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     model.to(device).train()
     data_gen = torch.Generator(device=device).manual_seed(config.seed)
     eval_batch = task.sample(config.eval_size, torch.Generator(device=device).manual_seed(config.seed + 10_000))
-    optimizer = _make_optimizer(config.optimizer, model.parameters(), config.lr)
+    optimizer = _make_optimizer(config.optimizer, model.parameters(), config.lr, device)
     loss_fn = nn.CrossEntropyLoss()
 
     marks = _record_steps(config.steps, config.record_every)

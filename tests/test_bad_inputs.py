@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from staircase_lib import metrics, runtime, widgets
+from staircase_lib import cache, metrics, runtime, widgets
 from staircase_lib import signatures as sg
 from staircase_lib.exercises import check_label_signature
 from staircase_lib.models import EmbLinear, EmbMLP
@@ -100,6 +100,12 @@ BAD_INPUTS = [
     ("train model", lambda: train(object(), TASK, TrainConfig(steps=1)), TypeError, r"model must be a staircase_lib model"),
     ("train config", lambda: train(MODEL, TASK, {"steps": 1}), TypeError, r"config must be a TrainConfig"),
     ("train size mismatch", lambda: train(EmbMLP(8, 3, 2), TASK, TrainConfig(steps=1)), ValueError, r"task.vocab_size=64 does not match model.vocab_size=8"),
+    # ----- cache -----
+    ("cache enabled string", lambda: cache.ResultCache(enabled="yes"), TypeError, r"enabled must be True, False or None"),
+    ("cache version empty", lambda: cache.ResultCache(version=""), ValueError, r"version must be a non-empty str"),
+    ("cache fn not callable", lambda: cache.cached(42, {"a": 1}, enabled=False), TypeError, r"fn must be callable"),
+    ("cache fn lambda", lambda: cache.cache_key(cache._fn_name(lambda c: c), {}), TypeError, r"fn must be a named function"),
+    ("cache config object", lambda: cache.cache_key("f", {"a": object()}), TypeError, r"config holds a object"),
     # ----- runtime -----
     ("device name", lambda: runtime.resolve_device("tpu"), ValueError, r"device must be one of"),
     ("device type", lambda: runtime.resolve_device(0), TypeError, r"device must be a str or torch.device"),

@@ -10,7 +10,7 @@ from torch.nn import functional as F
 from staircase_lib.ensemble import _Stack, _Streams, train_ensemble
 from staircase_lib.models import ACTIVATIONS, EmbMLP
 from staircase_lib.tasks import StaircaseTask
-from staircase_lib.training import TrainConfig, train
+from staircase_lib.training import TrainConfig, _train_autograd
 
 TASK = StaircaseTask((0.15, 0.25, 0.55))
 SMALL = dict(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, d_hidden=32)
@@ -35,7 +35,8 @@ def assert_same_run(single, member, single_model, member_model, what):
 
 @pytest.mark.parametrize("pool,optimizer", [("concat", "adam"), ("sum", "adam"), ("concat", "sgd")])
 def test_member_equals_single_run(pool, optimizer):
-    """Two members (different seeds, gammas and task strengths) each reproduce train() on their own."""
+    """Two members (different seeds, gammas and task strengths) each reproduce the autograd loop on their own
+    (train() itself runs an EmbMLP as a one-member ensemble, so the reference is its generic loop)."""
     specs = [dict(gamma=1.0, seed=0), dict(gamma=0.75, seed=5)]
     tasks = [TASK, StaircaseTask((0.3, 0.3, 0.3))]
     config = small_config(optimizer=optimizer, lr=1e-2 if optimizer == "adam" else 0.5)
@@ -43,7 +44,7 @@ def test_member_equals_single_run(pool, optimizer):
     histories = train_ensemble(members, None, config, tasks=tasks, seeds=[3, 11])
     for k, spec in enumerate(specs):
         model = EmbMLP(**SMALL, pool=pool, **spec)
-        single = train(model, tasks[k], replace(config, seed=[3, 11][k]))
+        single = _train_autograd(model, tasks[k], replace(config, seed=[3, 11][k]))
         assert_same_run(single, histories[k], model, members[k], f"member {k} ({pool}, {optimizer})")
 
 
@@ -59,7 +60,8 @@ def test_default_seeds_and_frozen_embedding():
     assert torch.equal(members[1].embedding, start), "a frozen embedding changed"
     model = EmbMLP(**SMALL, seed=2)
     model.embedding.requires_grad_(False)
-    assert_same_run(train(model, TASK, replace(config, seed=4)), histories[1], model, members[1], "frozen member")
+    assert_same_run(_train_autograd(model, TASK, replace(config, seed=4)), histories[1], model, members[1],
+                    "frozen member")
 
 
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))

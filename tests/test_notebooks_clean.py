@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "appendix").glob("*.ipynb"))
 ABSOLUTE_PATH = re.compile(r"(/work/|/home/|/root/|/Users/)")
 
 

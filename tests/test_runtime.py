@@ -1,6 +1,7 @@
 """Tests for staircase_lib.runtime: device choice, seeding, the version line and headless detection."""
 from __future__ import annotations
 
+import os
 import random
 import sys
 import types
@@ -155,3 +156,21 @@ def test_colab_is_live(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
     assert runtime.in_colab()
     assert not is_headless(), "Colab has a live frontend"
+
+
+def test_usable_cpus_and_capped_threads_never_raise_the_thread_count(monkeypatch):
+    from staircase_lib.runtime import capped_threads, usable_cpus
+
+    assert 1 <= usable_cpus() <= (os.cpu_count() or 1)
+    before = torch.get_num_threads()
+    with capped_threads(1) as used:
+        assert used == 1 and torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before, "the thread count is restored"
+    with capped_threads(before + 8) as used:
+        assert used == before == torch.get_num_threads(), "a cap above the current count changes nothing"
+    monkeypatch.setattr(runtime, "_cgroup_cpu_limit", lambda: 0.5)
+    runtime.usable_cpus.cache_clear()
+    try:
+        assert runtime.usable_cpus() == 1, "a cgroup quota of half a CPU leaves one thread"
+    finally:
+        runtime.usable_cpus.cache_clear()

@@ -9,7 +9,7 @@ import torch
 
 from staircase_lib.models import EmbLinear, EmbMLP
 from staircase_lib.tasks import StaircaseTask
-from staircase_lib.training import History, TrainConfig, train
+from staircase_lib.training import History, TrainConfig, _train_autograd, _uses_fast_path, train
 
 
 def small_model(seed=0, **kwargs):
@@ -174,3 +174,46 @@ def test_train_config_is_frozen_and_defaults_are_sane():
     assert (cfg.lr, cfg.optimizer, cfg.device, cfg.progress) == (1e-2, "adam", "auto", None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.steps = 6
+
+
+class ScaledMLP(EmbMLP):
+    """A subclass that changes the forward pass: it must not take the EmbMLP fast path."""
+
+    def logits(self, tokens):
+        return 2.0 * super().logits(tokens)
+
+
+def test_emb_mlp_takes_the_fast_path_and_matches_the_autograd_loop(task):
+    assert _uses_fast_path(small_model())
+    assert not _uses_fast_path(EmbLinear(64, 3, 4, d_embed=8)), "other models use the generic loop"
+    assert not _uses_fast_path(ScaledMLP(64, 3, 4, d_embed=8, d_hidden=32)), "a subclass may change logits"
+    for optimizer, lr in (("adam", 1e-2), ("sgd", 0.5)):
+        fast_model, slow_model = small_model(), small_model()
+        fast = train(fast_model, task, config(steps=40, record_every=10, optimizer=optimizer, lr=lr))
+        slow = _train_autograd(slow_model, task, config(steps=40, record_every=10, optimizer=optimizer, lr=lr))
+        assert fast.extras == {} and fast.config == slow.config
+        assert torch.equal(fast.steps, slow.steps)
+        torch.testing.assert_close(fast.loss, slow.loss, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(fast.accuracy, slow.accuracy, rtol=0, atol=2e-3)
+        torch.testing.assert_close(fast.embeddings, slow.embeddings, rtol=1e-4, atol=1e-5)
+        for a, b in zip(fast_model.parameters(), slow_model.parameters()):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_subclass_trains_on_the_generic_loop(task):
+    model = ScaledMLP(64, 3, 4, d_embed=8, d_hidden=32, gamma=0.5)
+    history = train(model, task, config(steps=10))
+    assert torch.isfinite(history.loss).all() and torch.equal(history.embeddings[-1], model.embedding.detach())
+
+
+def test_generic_loop_is_bit_reproducible_and_keeps_its_guards(task):
+    runs = [_train_autograd(small_model(), task, config(steps=15)) for _ in range(2)]
+    for name in ("loss", "accuracy", "embeddings"):
+        assert torch.equal(getattr(runs[0], name), getattr(runs[1], name)), f"history.{name} is not reproducible"
+    model = small_model()
+    with torch.no_grad():
+        model.embedding.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match=r"nan at step 0 with lr=0\.01"):
+        _train_autograd(model, task, config(steps=5))
+    history = _train_autograd(small_model(), InterruptingTask(stop_at=8), config(steps=100, record_every=2))
+    assert history.interrupted and history.steps.tolist() == [0, 2, 4, 6]
