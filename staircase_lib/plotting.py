@@ -118,7 +118,7 @@ def gram_animation(steps: torch.Tensor, embeddings: torch.Tensor, n_frames: int 
     frames = sorted({int(torch.argmin((log_steps - t).abs())) for t in targets})
     unit = torch.nn.functional.normalize(embeddings.double(), dim=-1)
     cosines = unit @ unit.transpose(1, 2)
-    fig, ax = plt.subplots(figsize=(3.8, 3.4))
+    fig, ax = plt.subplots(figsize=(4.4, 3.6), constrained_layout=True)
     image = ax.imshow(cosines[frames[0]].numpy(), cmap="RdBu_r", vmin=-1, vmax=1)
     ax.set(xlabel="token v'", ylabel="token v")
     ax.grid(False)
@@ -134,7 +134,7 @@ def gram_animation(steps: torch.Tensor, embeddings: torch.Tensor, n_frames: int 
     return _offline_controls(html)
 
 
-_ICONS = {"fa-play fa-flip-horizontal": "&#9664;", "fa-fast-backward": "&#9198;", "fa-fast-forward": "&#9197;",
+_ICONS = {"fa-play fa-flip-horizontal": "&#9664;", "fa-fast-backward": "&#8676;", "fa-fast-forward": "&#8677;",
           "fa-step-backward": "&#9664;&#10073;", "fa-step-forward": "&#10073;&#9654;", "fa-pause": "&#10074;&#10074;",
           "fa-play": "&#9654;", "fa-minus": "&minus;", "fa-plus": "+"}
 
