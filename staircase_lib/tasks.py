@@ -67,7 +67,7 @@ class StaircaseTask:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
-        self._cumulative: dict = {}  # cumulative strengths per (device, strengths), built once
+        self._cumulative: dict[str, torch.Tensor] = {}  # cumulative strengths per device, built once
 
     def __repr__(self) -> str:
         return f"StaircaseTask(strengths={self.strengths}, attribute_size={self.attribute_size}, seed={self.seed})"
@@ -122,12 +122,10 @@ class StaircaseTask:
         return Batch(tokens, labels)
 
     def _cumulative_strengths(self, device: torch.device) -> torch.Tensor:
-        key = (str(device), self.strengths)
-        cumulative = self._cumulative.get(key)
-        if cumulative is None:
-            cumulative = torch.tensor(list(itertools.accumulate(self.strengths)), device=device)
-            self._cumulative[key] = cumulative
-        return cumulative
+        key = str(device)
+        if key not in self._cumulative:
+            self._cumulative[key] = torch.tensor(list(itertools.accumulate(self.strengths)), device=device)
+        return self._cumulative[key]
 
     # ----- exact quantities -------------------------------------------------------------------
     def label_marginal(self) -> torch.Tensor:

@@ -560,7 +560,6 @@ def autograd_embedding_velocity(model, task, n_samples: int | None = None,
         tokens, targets = batch.tokens, torch.nn.functional.one_hot(batch.labels, task.n_labels).float()
         weights = torch.full((n_samples,), 1.0 / n_samples)
     tokens, targets, weights = tokens.to(device), targets.to(device), weights.to(device)
-    model.zero_grad(set_to_none=True)
     log_p = torch.log_softmax(model.logits(tokens), dim=-1)
     risk = -(weights[:, None] * targets.to(log_p.dtype) * log_p).sum()
     (grad,) = torch.autograd.grad(risk, model.embedding)

@@ -169,8 +169,10 @@ def _check_train_args(model, task, config) -> None:
 
 
 def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig) -> History:
-    """The generic loop behind :func:`train`: autograd and ``torch.optim`` on any model with ``logits``."""
-    _check_train_args(model, task, config)
+    """The generic loop behind :func:`train`: autograd and ``torch.optim`` on any model with ``logits``.
+
+    Arguments are checked by :func:`train`.
+    """
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     model.to(device).train()
