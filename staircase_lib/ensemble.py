@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import torch
 from torch.nn import functional as F
 
-from .models import ACTIVATIONS, EmbMLP
+from .models import ACTIVATIONS, AttentionModel, EmbMLP
 from .runtime import capped_threads, resolve_device
 from .tasks import StaircaseTask
 from .training import History, TrainConfig, _record_steps, _show_progress
@@ -30,6 +30,8 @@ from .training import History, TrainConfig, _record_steps, _show_progress
 __all__ = ["train_ensemble"]
 
 _ARCH = ("vocab_size", "seq_len", "n_labels", "d_embed", "d_hidden", "activation", "pool")
+_ATTENTION_ARCH = ("vocab_size", "seq_len", "n_labels", "d_embed", "d_hidden", "activation", "n_layers", "n_heads",
+                   "readout_mode", "causal", "layer_norm")
 _BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8  # torch.optim.Adam defaults, as in training.train
 _FUSED_ADAM = True  # use torch._fused_adam_ when this torch has it
 _CHUNK_SAMPLES = 1 << 19  # samples drawn per refill of the data streams (all members together)
@@ -59,14 +61,17 @@ def _activation_backward(name: str) -> Callable[[torch.Tensor, torch.Tensor, tor
 
 
 # ----- argument checks -------------------------------------------------------------------------
-def _check_models(models) -> list[EmbMLP]:
+def _check_models(models) -> list[EmbMLP | AttentionModel]:
     if not isinstance(models, (list, tuple)) or len(models) == 0:
-        raise ValueError(f"models must be a non-empty list of EmbMLP, got {models!r:.80}")
+        raise ValueError(f"models must be a non-empty list of EmbMLP or AttentionModel, got {models!r:.80}")
     for k, model in enumerate(models):
-        if not isinstance(model, EmbMLP):
-            raise TypeError(f"models[{k}] must be an EmbMLP, got {type(model).__name__}")
+        if type(model) not in (EmbMLP, AttentionModel):
+            raise TypeError(f"models[{k}] must be an EmbMLP or an AttentionModel, got {type(model).__name__}")
     for k, model in enumerate(models[1:], start=1):
-        for name in _ARCH:
+        if type(model) is not type(models[0]):
+            raise ValueError(f"models[{k}] is a {type(model).__name__} but models[0] a {type(models[0]).__name__}; "
+                             "an ensemble needs one architecture")
+        for name in _ARCH if isinstance(model, EmbMLP) else _ATTENTION_ARCH:
             if getattr(model, name) != getattr(models[0], name):
                 raise ValueError(f"models[{k}].{name}={getattr(model, name)!r} differs from models[0].{name}="
                                  f"{getattr(models[0], name)!r}; an ensemble needs one architecture "
@@ -78,7 +83,7 @@ def _check_models(models) -> list[EmbMLP]:
     return list(models)
 
 
-def _check_tasks(task, tasks, models: list[EmbMLP]) -> list:
+def _check_tasks(task, tasks, models: list) -> list:
     if task is not None and tasks is not None:
         raise ValueError("pass either task (one task, or a list with one per member) or tasks, not both")
     given = tasks if tasks is not None else task
@@ -338,9 +343,9 @@ class _Optimizer:
             self.theta.addcdiv_(self.exp_avg, denom, value=-self.lr / (1 - _BETA1 ** step))
 
 
-def train_ensemble(models: Sequence[EmbMLP], task, config: TrainConfig, tasks: Sequence | None = None,
-                   seeds: Sequence[int] | None = None) -> list[History]:
-    """Train K Emb-MLPs of one architecture together and return one :class:`History` per member.
+def train_ensemble(models: Sequence[EmbMLP | AttentionModel], task, config: TrainConfig,
+                   tasks: Sequence | None = None, seeds: Sequence[int] | None = None) -> list[History]:
+    """Train K Emb-MLPs (or K attention models) of one architecture together; one :class:`History` each.
 
     Members may differ in seed, ``gamma`` and task: ``task`` is one task for all members, or a list of
     K tasks (or pass ``task=None, tasks=[...]``). Member ``k`` trains on the stream of
@@ -353,6 +358,9 @@ def train_ensemble(models: Sequence[EmbMLP], task, config: TrainConfig, tasks: S
     ``train`` runs a single Emb-MLP on this path. Cost on 2 CPU cores (d=32, m=256, batch 512, see
     ``benchmarks/RESULTS.md``): about 1.2 ms per step for one model, 2.5-3.5 ms for three and 15 ms for
     sixteen, against about 3 ms for the generic autograd loop and 7 ms for a stock PyTorch loop.
+
+    Attention models train on :mod:`staircase_lib.stacked` (stacked parameters, autograd), and their
+    histories also hold the attention records of ``train`` in ``extras``.
     """
     models = _check_models(models)
     if not isinstance(config, TrainConfig):
@@ -360,6 +368,10 @@ def train_ensemble(models: Sequence[EmbMLP], task, config: TrainConfig, tasks: S
     tasks = _check_tasks(task, tasks, models)
     seeds = _check_seeds(seeds, config, len(models))
     with capped_threads():  # never more threads than this process may use
+        if isinstance(models[0], AttentionModel):
+            from .stacked import train_stacked
+
+            return train_stacked(models, tasks, config, seeds)
         return _train_ensemble(models, tasks, config, seeds)
 
 

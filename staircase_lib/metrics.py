@@ -6,7 +6,7 @@ import torch
 from ._checks import check_finite_float, check_positive_int, check_square_matrix
 
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "smooth", "stair_time",
-           "stair_times"]
+           "stair_times", "attention_entropy"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -148,3 +148,27 @@ def stair_times(steps: torch.Tensor, curves: dict[str, torch.Tensor] | list[torc
     """``stair_time`` of each curve, in order."""
     values = curves.values() if isinstance(curves, dict) else curves
     return [stair_time(steps, c, window=window, min_rise=min_rise) for c in values]
+
+
+def attention_entropy(attention: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """Normalized entropy ``H(A_i.) / log(n_i)`` of each attention row, in [0, 1]: Tensor[..., L].
+
+    ``attention`` is Tensor[..., L, L] with rows (queries) that sum to 1; ``n_i`` is the number of keys
+    query ``i`` may see (``L``, or ``i + 1`` with ``causal=True``). 1 is uniform attention (mean
+    pooling), 0 attends to a single position. A row with a single visible key counts as uniform (1).
+    """
+    if not isinstance(attention, torch.Tensor) or not attention.is_floating_point():
+        raise TypeError(f"attention must be a floating-point tensor [..., L, L], got {type(attention).__name__}"
+                        + (f" of dtype {attention.dtype}" if isinstance(attention, torch.Tensor) else ""))
+    if attention.dim() < 2 or attention.shape[-1] != attention.shape[-2]:
+        raise ValueError(f"attention must have shape [..., L, L], got {tuple(attention.shape)}")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    a = _as_float(attention)
+    if not torch.isfinite(a).all() or (a < 0).any() or not torch.allclose(a.sum(-1), torch.ones((), dtype=a.dtype), atol=1e-3):
+        raise ValueError("attention rows must be finite, non-negative and sum to 1")
+    length = a.shape[-1]
+    visible = torch.arange(1, length + 1, dtype=a.dtype) if causal else torch.full((length,), float(length))
+    entropy = -torch.special.xlogy(a, a).sum(-1)
+    normalized = torch.where(visible > 1, entropy / visible.log().clamp_min(1e-12), torch.ones((), dtype=a.dtype))
+    return normalized.clamp(0.0, 1.0).to(attention.dtype)

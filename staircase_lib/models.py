@@ -1,14 +1,16 @@
 """Models with one small-initialization convention (THEORY.md 2.3): std = fan_in ** -gamma, biases 0."""
 from __future__ import annotations
 
-from typing import Callable
+import math
+from typing import Callable, Mapping
 
 import torch
 from torch import nn
 
 from ._checks import check_choice, check_finite_float, check_positive_int, check_tokens
 
-__all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "EmbMLP", "EmbLinear"]
+__all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "EmbMLP", "EmbLinear",
+           "AttentionModel"]
 
 
 def _quadratic(a: torch.Tensor) -> torch.Tensor:
@@ -72,10 +74,13 @@ class _TokenModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits for each sequence: Tensor[N, C]. Checks ``tokens`` (LongTensor[N, L], ids < V)."""
+        self._check_input(tokens)
+        return self.logits(tokens)
+
+    def _check_input(self, tokens: torch.Tensor) -> None:
         check_tokens("tokens", tokens, self.vocab_size)
         if tokens.shape[1] != self.seq_len:
             raise ValueError(f"tokens must have shape [N, {self.seq_len}], got {tuple(tokens.shape)}")
-        return self.logits(tokens)
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits without input checks (the training loop's hot path): Tensor[N, C]."""
@@ -128,6 +133,152 @@ class EmbLinear(_TokenModel):
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits without input checks: Tensor[N, C]."""
         return self.readout(self._embed(tokens, self.pool))
+
+
+def _linear_k(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x W^T + b`` for K stacked models: x Tensor[K, ..., i], weight Tensor[K, o, i], bias Tensor[K, o]."""
+    flat = x.reshape(x.shape[0], -1, x.shape[-1])
+    out = (torch.bmm(flat, weight.transpose(1, 2)) if bias is None
+           else torch.baddbmm(bias.unsqueeze(1), flat, weight.transpose(1, 2)))
+    return out.view(*x.shape[:-1], weight.shape[1])
+
+
+def _layer_norm_k(x: torch.Tensor, params: Mapping[str, torch.Tensor], name: str) -> torch.Tensor:
+    """LayerNorm over the last axis with per-model affine parameters ``name.weight``/``name.bias`` [K, d]."""
+    if name + ".weight" not in params:  # layer_norm=False: nn.Identity has no parameters
+        return x
+    shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (x.shape[-1],)
+    normed = nn.functional.layer_norm(x, x.shape[-1:])
+    return normed * params[name + ".weight"].view(shape) + params[name + ".bias"].view(shape)
+
+
+class _Block(nn.Module):
+    """Parameters of one transformer block (eq. 2.2): ``query``/``key``/``value``/``output`` (d x d, no bias),
+    the optional MLP ``mlp_in`` (m x d) and ``mlp_out`` (d x m), optional LayerNorms. The computation is
+    :meth:`AttentionModel.stacked_forward`."""
+
+    def __init__(self, owner: "AttentionModel", d_hidden: int | None):
+        super().__init__()
+        d = owner.d_embed
+        self.query, self.key, self.value, self.output = (owner._linear(d, d, bias=False) for _ in range(4))
+        if d_hidden:
+            self.mlp_in, self.mlp_out = owner._linear(d, d_hidden), owner._linear(d_hidden, d)
+        if owner.layer_norm:
+            self.norm_attn = nn.LayerNorm(d)
+            if d_hidden:
+                self.norm_mlp = nn.LayerNorm(d)
+
+
+class AttentionModel(_TokenModel):
+    """Transformer classifier without LayerNorm (eq. 2.2): ``h_i = e_{x_i} + p_i``, ``n_layers`` blocks of
+    ``n_heads``-head self-attention with residual (each with an optional MLP), logits ``W_U u + b`` read
+    out at the last position (``readout="last"``) or from the mean over positions (``readout="mean"``).
+
+    Every weight, the embeddings and the positions follow the gamma convention (std ``fan_in ** -gamma``).
+    ``forward(tokens: LongTensor[N, L], return_attention=False) -> Tensor[N, C]``, or with
+    ``return_attention=True`` also the attention maps Tensor[N, n_layers, n_heads, L, L] (rows: queries).
+    """
+
+    def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
+                 n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
+                 readout: str = "last", causal: bool = False, layer_norm: bool = False, gamma: float = 1.0,
+                 seed: int = 0):
+        super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
+        check_positive_int("n_layers", n_layers)
+        check_positive_int("n_heads", n_heads)
+        if d_embed % n_heads:
+            raise ValueError(f"d_embed={d_embed} must be divisible by n_heads={n_heads}")
+        for name, flag in (("mlp", mlp), ("causal", causal), ("layer_norm", layer_norm)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
+        if d_hidden is not None:
+            check_positive_int("d_hidden", d_hidden)
+        self.activation = check_choice("activation", activation, list(ACTIVATIONS))
+        self.readout_mode = check_choice("readout", readout, ["last", "mean"])
+        self.n_layers, self.n_heads, self.causal, self.layer_norm = n_layers, n_heads, causal, layer_norm
+        self.d_hidden = (d_hidden or 4 * d_embed) if mlp else None
+        self.positions = nn.Parameter(self._normal(seq_len, d_embed, fan_in=d_embed))
+        self.blocks = nn.ModuleList(_Block(self, self.d_hidden) for _ in range(n_layers))
+        if layer_norm:
+            self.norm_out = nn.LayerNorm(d_embed)
+        self.readout = self._linear(d_embed, n_labels)
+
+    def stacked_forward(self, params: Mapping[str, torch.Tensor], tokens: torch.Tensor,
+                        all_queries: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Forward pass of K models with this architecture: their parameters, named as in
+        ``named_parameters()``, stacked along a leading axis (e.g. ``embedding`` Tensor[K, V, d]), and
+        ``tokens`` LongTensor[K, N, L]. Returns logits Tensor[K, N, C] and attention
+        Tensor[K, N, n_layers, n_heads, L, L]. No input checks (the training loops' hot path).
+
+        ``all_queries=False`` computes only the last query row of the final block when the readout is
+        the last position (all the logits need) and returns ``None`` for the attention.
+        """
+        k, length, heads = tokens.shape[0], tokens.shape[-1], self.n_heads
+        rows = tokens + torch.arange(k, device=tokens.device).view(k, 1, 1) * self.vocab_size
+        h = nn.functional.embedding(rows, params["embedding"].flatten(0, 1)) + params["positions"].unsqueeze(1)
+        maps = []
+        for i in range(self.n_layers):
+            p = {name[len(f"blocks.{i}."):]: value for name, value in params.items()
+                 if name.startswith(f"blocks.{i}.")}
+            x = _layer_norm_k(h, p, "norm_attn")
+            if not all_queries and self.readout_mode == "last" and i == self.n_layers - 1:
+                h, queries = h[:, :, -1:], x[:, :, -1:]
+            else:
+                queries = x
+            def split(y: torch.Tensor) -> torch.Tensor:  # [K, N, L, d] -> [K, N, H, L, d/H]
+                return y.unflatten(-1, (heads, -1)).transpose(2, 3)
+            q, key, v = (split(_linear_k(y, p[name + ".weight"]))
+                         for y, name in ((queries, "query"), (x, "key"), (x, "value")))
+            # tiny L: broadcast-and-sum beats batched matmuls of 3 x 3 blocks on the CPU
+            scores = (q.unsqueeze(-2) * key.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])
+            if self.causal:
+                future = torch.ones(length, length, dtype=torch.bool, device=h.device).triu(1)
+                scores = scores.masked_fill(future[-scores.shape[-2]:], float("-inf"))
+            attention = torch.softmax(scores, dim=-1)  # [K, N, H, Lq, L]
+            mixed = (attention.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2).transpose(2, 3).flatten(-2)
+            h = h + _linear_k(mixed, p["output.weight"])
+            if "mlp_in.weight" in p:
+                pre = _linear_k(_layer_norm_k(h, p, "norm_mlp"), p["mlp_in.weight"], p["mlp_in.bias"])
+                h = h + _linear_k(ACTIVATIONS[self.activation](pre), p["mlp_out.weight"], p["mlp_out.bias"])
+            maps.append(attention)
+        u = _layer_norm_k(h, params, "norm_out")
+        pooled = u[:, :, -1] if self.readout_mode == "last" else u.mean(2)
+        logits = _linear_k(pooled, params["readout.weight"], params["readout.bias"])
+        return logits, (torch.stack(maps, dim=2) if all_queries else None)
+
+    def _run(self, tokens: torch.Tensor, all_queries: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        params = {name: value.unsqueeze(0) for name, value in self.named_parameters()}
+        logits, maps = self.stacked_forward(params, tokens.unsqueeze(0), all_queries)
+        return logits[0], (maps[0] if all_queries else None)
+
+    def forward(self, tokens: torch.Tensor, return_attention: bool = False):
+        """Logits Tensor[N, C]; with ``return_attention=True`` also Tensor[N, n_layers, n_heads, L, L]."""
+        self._check_input(tokens)
+        logits, attention = self._run(tokens)
+        return (logits, attention) if return_attention else logits
+
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits without input checks: Tensor[N, C]."""
+        return self._run(tokens, all_queries=False)[0]
+
+    def attention_maps(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Attention of every layer and head: Tensor[N, n_layers, n_heads, L, L] (rows sum to 1)."""
+        self._check_input(tokens)
+        with torch.no_grad():
+            return self._run(tokens)[1]
+
+    def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What the training loop records at each snapshot (no input checks): the batch-mean attention
+        map ``attention`` Tensor[n_layers, n_heads, L, L] and the batch-mean normalized entropy of every
+        query row ``attention_entropy`` Tensor[n_layers, n_heads, L] (see ``metrics.attention_entropy``)."""
+        return _attention_snapshot(self._run(tokens)[1], self.causal)
+
+
+def _attention_snapshot(maps: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+    """Batch means of attention maps Tensor[N, layers, heads, L, L] and of their row entropies."""
+    from .metrics import attention_entropy
+
+    return {"attention": maps.mean(0), "attention_entropy": attention_entropy(maps, causal=causal).mean(0)}
 
 
 def parameter_count(model: nn.Module) -> int:

@@ -54,14 +54,20 @@ class StaircaseTask:
     * order 1: ``y = (h(x_0) + h(x_1)) mod a`` (one context token);
     * order 2: ``y = (m(x_0) + m(x_1) + m(x_2)) mod a`` (two context tokens).
 
-    Positions are 0-based in code (THEORY.md counts from 1).
+    Positions are 0-based in code (THEORY.md counts from 1). With ``reverse=True`` every rule reads the
+    sequence from the other end (order 0 acts on ``x_2``, order 1 on ``(x_2, x_1)``), which puts the
+    order-0 token at the readout position of a last-position attention model (THEORY.md 4.2).
     """
 
     seq_len = 3
     n_orders = 3
 
-    def __init__(self, strengths: Sequence[float] = (0.15, 0.25, 0.55), attribute_size: int = 4, seed: int = 0):
+    def __init__(self, strengths: Sequence[float] = (0.15, 0.25, 0.55), attribute_size: int = 4, seed: int = 0,
+                 reverse: bool = False):
         self.strengths = _check_strengths(strengths, self.n_orders)
+        if not isinstance(reverse, bool):
+            raise TypeError(f"reverse must be True or False, got {reverse!r}")
+        self.reverse = reverse
         self.attribute_size = check_positive_int("attribute_size", attribute_size, minimum=2)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
@@ -70,7 +76,8 @@ class StaircaseTask:
         self._cumulative: dict[str, torch.Tensor] = {}  # cumulative strengths per device, built once
 
     def __repr__(self) -> str:
-        return f"StaircaseTask(strengths={self.strengths}, attribute_size={self.attribute_size}, seed={self.seed})"
+        return (f"StaircaseTask(strengths={self.strengths}, attribute_size={self.attribute_size}, seed={self.seed}"
+                + (", reverse=True)" if self.reverse else ")"))
 
     @property
     def vocab_size(self) -> int:
@@ -99,7 +106,7 @@ class StaircaseTask:
 
     def rule_labels(self, tokens: torch.Tensor) -> torch.Tensor:
         """The deterministic label of each rule: LongTensor[N, 3] (column k is rule k)."""
-        attrs = self.attributes(tokens)
+        attrs = self.attributes(tokens.flip(-1) if self.reverse else tokens)
         a = self.attribute_size
         order0 = attrs[:, 0, 0]
         order1 = (attrs[:, 0, 1] + attrs[:, 1, 1]) % a
@@ -135,6 +142,8 @@ class StaircaseTask:
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)`` for the positions ``B``: Tensor[V, ..., V, C] (one V axis per position)."""
         positions = self._check_positions(positions)
+        if self.reverse:  # the rules of the reversed task read position p where the forward task reads L-1-p
+            positions = [self.seq_len - 1 - p for p in positions]
         V, C, a = self.vocab_size, self.n_labels, self.attribute_size
         grids = torch.meshgrid(*[torch.arange(V)] * len(positions), indexing="ij") if positions else []
         shape = [V] * len(positions)

@@ -73,7 +73,11 @@ class TrainConfig:
 @dataclass
 class History:
     """What a run recorded, on the CPU: ``steps`` LongTensor[T], ``loss``/``accuracy`` Tensor[T],
-    ``embeddings`` Tensor[T, V, d]; ``interrupted`` is True if training was stopped by the user."""
+    ``embeddings`` Tensor[T, V, d]; ``interrupted`` is True if training was stopped by the user.
+
+    ``extras`` holds what the model's ``training_snapshot`` returned at each record, stacked over time
+    (for an :class:`~staircase_lib.models.AttentionModel`: ``attention`` Tensor[T, layers, heads, L, L] and
+    ``attention_entropy`` Tensor[T, layers, heads, L]); the batched trainer stores run metadata there."""
 
     steps: torch.Tensor
     loss: torch.Tensor
@@ -187,6 +191,8 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
     loss_rec = torch.empty(n_marks, device=device)
     acc_rec = torch.empty(n_marks, device=device)
     emb_rec = torch.empty((n_marks, *model.embedding.shape), device=device)
+    snapshot = getattr(model, "training_snapshot", None)  # model-specific records, e.g. attention maps
+    extra_rec: dict[str, list[torch.Tensor]] = {}
     recorded = 0
 
     def record() -> None:
@@ -196,6 +202,9 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
             loss_rec[recorded] = loss_fn(logits, eval_batch.labels)
             acc_rec[recorded] = (logits.argmax(-1) == eval_batch.labels).float().mean()
             emb_rec[recorded] = model.embedding.detach()
+            if snapshot is not None:
+                for name, value in snapshot(eval_batch.tokens).items():
+                    extra_rec.setdefault(name, []).append(value.detach())
         if not torch.isfinite(loss_rec[recorded]):
             raise FloatingPointError(
                 f"loss became {float(loss_rec[recorded])} at step {mark_list[recorded]} with lr={config.lr}; "
@@ -237,4 +246,5 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
         config=config,
         seconds=time.perf_counter() - start,
         interrupted=interrupted,
+        extras={name: torch.stack(values[:recorded]).cpu() for name, values in extra_rec.items()},
     )

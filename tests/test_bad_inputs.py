@@ -13,7 +13,8 @@ import torch
 from staircase_lib import cache, metrics, runtime, widgets
 from staircase_lib import signatures as sg
 from staircase_lib.exercises import check_label_signature
-from staircase_lib.models import EmbLinear, EmbMLP
+from staircase_lib import ensemble, theory
+from staircase_lib.models import AttentionModel, EmbLinear, EmbMLP
 from staircase_lib.tasks import StaircaseTask
 from staircase_lib.training import TrainConfig, train
 
@@ -85,6 +86,19 @@ BAD_INPUTS = [
     ("forward id out of range", lambda: MODEL(torch.full((2, 3), 64)), ValueError, r"tokens holds ids in \[64, 64\]"),
     ("forward list", lambda: MODEL([[0, 1, 2]]), TypeError, r"tokens must be a torch.Tensor"),
     ("blocks with sum pool", lambda: EmbMLP(64, 3, 4, pool="sum").first_layer_blocks(), ValueError, r"pool='concat'"),
+    ("attention heads do not divide d", lambda: AttentionModel(64, 3, 4, d_embed=10, n_heads=3), ValueError, r"d_embed=10 must be divisible by n_heads=3"),
+    ("attention readout name", lambda: AttentionModel(64, 3, 4, readout="first"), ValueError, r"readout must be one of"),
+    ("attention causal string", lambda: AttentionModel(64, 3, 4, causal="yes"), TypeError, r"causal must be True or False"),
+    ("attention n_layers zero", lambda: AttentionModel(64, 3, 4, n_layers=0), ValueError, r"n_layers must be an int >= 1"),
+    ("attention d_hidden zero", lambda: AttentionModel(64, 3, 4, d_hidden=0), ValueError, r"d_hidden must be an int >= 1"),
+    ("attention maps float tokens", lambda: AttentionModel(64, 3, 4).attention_maps(torch.zeros(2, 3)), TypeError, r"tokens must be an integer tensor"),
+    ("task reverse string", lambda: StaircaseTask(reverse="yes"), TypeError, r"reverse must be True or False"),
+    ("attention entropy rows", lambda: metrics.attention_entropy(torch.ones(3, 3)), ValueError, r"rows must be finite, non-negative and sum to 1"),
+    ("attention entropy shape", lambda: metrics.attention_entropy(torch.ones(3, 2) / 2), ValueError, r"attention must have shape \[..., L, L\]"),
+    ("attention entropy ints", lambda: metrics.attention_entropy(torch.eye(3, dtype=torch.long)), TypeError, r"attention must be a floating-point tensor"),
+    ("velocity terms", lambda: theory.predicted_embedding_velocity(AttentionModel(64, 3, 4), TASK, terms=("bias",)), ValueError, r"terms must be a non-empty subset"),
+    ("deviation model", lambda: theory.attention_deviation(MODEL, TOKENS), TypeError, r"model must be an AttentionModel"),
+    ("ensemble mixed models", lambda: ensemble.train_ensemble([MODEL, AttentionModel(64, 3, 4)], TASK, TrainConfig(steps=1)), ValueError, r"an ensemble needs one architecture"),
     # ----- training -----
     ("config steps zero", cfg(steps=0), ValueError, r"steps must be an int >= 1"),
     ("config lr zero", cfg(lr=0.0), ValueError, r"lr must be > 0"),

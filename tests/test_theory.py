@@ -121,7 +121,7 @@ def test_descent_direction_is_autograd_on_emblinear():
     loss.backward()
     factors = [model.embedding.detach(), model.readout.weight.detach().T]
     residual = target - factors[0] @ factors[1]
-    d_embedding, d_readout_t = theory._descent_directions(factors, residual)
+    d_embedding, d_readout_t = theory.linear._descent_directions(factors, residual)
     assert torch.allclose(d_embedding, -model.embedding.grad) and torch.allclose(d_readout_t.T, -model.readout.weight.grad)
 
 

@@ -1,7 +1,4 @@
-"""Predictions of the gradient-flow theory: closed forms and reduced ODEs that the chapters test.
-
-Each chapter's part lives in its own section below.
-"""
+"""Deep linear networks (Chapter 2): closed-form Saxe trajectories, mode ODEs and an exact simulator."""
 from __future__ import annotations
 
 import functools
@@ -12,8 +9,7 @@ from typing import Sequence, Union
 import numpy as np
 import torch
 
-from ._checks import check_choice, check_finite_float, check_positive_int
-from .models import ACTIVATION_SLOPE_AT_ZERO
+from .._checks import check_choice, check_finite_float, check_positive_int
 
 __all__ = [
     "saxe_trajectory",
@@ -327,7 +323,7 @@ class LinearNetworkHistory:
 
 def _build_model(config: LinearNetworkConfig) -> tuple[torch.nn.Module, list[torch.Tensor]]:
     """The course model that holds the factors, and views [F_1, ..., F_N] with P = F_1 ... F_N."""
-    from .models import EmbLinear, EmbMLP
+    from ..models import EmbLinear, EmbMLP
 
     common = dict(vocab_size=config.vocab_size, seq_len=1, n_labels=config.n_labels, d_embed=config.d_embed,
                   gamma=config.gamma, seed=config.seed, pool="sum")
@@ -470,97 +466,3 @@ def rise_relative_error(simulated: torch.Tensor, predicted: torch.Tensor,
     error = ((simulated - predicted).abs() / predicted).where(on_rise, torch.tensor(-1.0, dtype=torch.float64))
     worst = error.max(0).values
     return worst.where(on_rise.any(0), torch.tensor(float("nan"), dtype=torch.float64))
-
-
-# ----- embedding dynamics in feed-forward models (Chapter 3) -----
-__all__ += ["exact_signature_drives", "predicted_embedding_velocity", "predicted_weight_velocities",
-            "autograd_embedding_velocity"]
-
-
-def _check_embmlp(model) -> None:
-    from .models import EmbMLP
-
-    if not isinstance(model, EmbMLP):
-        raise TypeError(f"model must be an EmbMLP, got {type(model).__name__}")
-    if model.activation not in ACTIVATION_SLOPE_AT_ZERO:
-        raise ValueError(f"model.activation={model.activation!r} has no sigma'(0); the leading-order theory needs "
-                         f"one of {sorted(ACTIVATION_SLOPE_AT_ZERO)}")
-
-
-def exact_signature_drives(task, reference: torch.Tensor | None = None) -> torch.Tensor:
-    """Exact order-0 drives ``S^(i)_v = f^(i)_v (psi^(i)_v - q)`` of a task (eq. 1.3): Tensor[L, V, C].
-
-    Tokens are uniform at every position (``f = 1/V``); ``reference`` is ``q`` (default: the label marginal).
-    """
-    q = task.label_marginal() if reference is None else reference
-    psi = torch.stack([task.label_signature(i) for i in range(task.seq_len)])
-    return (psi - q.to(psi.dtype)) / task.vocab_size
-
-
-def predicted_embedding_velocity(model, task) -> torch.Tensor:
-    """Leading-order embedding velocity of Proposition 1 (eq. 3.2): Tensor[V, d].
-
-    ``dE/dt = sigma'(0) sum_i S^(i) W_2 W_1^(i)`` (concat) or ``sigma'(0) S W_2 W_1`` (sum), with the exact
-    signatures of ``task`` and the reference ``q = softmax(b_2)`` the model predicts at small weights.
-    """
-    _check_embmlp(model)
-    with torch.no_grad():
-        q = torch.softmax(model.readout.bias.detach().cpu().double(), 0)
-        drives = exact_signature_drives(task, reference=q).double()
-        w2 = model.readout.weight.detach().cpu().double()
-        slope = ACTIVATION_SLOPE_AT_ZERO[model.activation]
-        if model.pool == "concat":
-            blocks = model.first_layer_blocks().detach().cpu().double()  # [L, m, d]
-            velocity = torch.einsum("lvc,cm,lmd->vd", drives, w2, blocks)
-        else:
-            velocity = drives.sum(0) @ w2 @ model.hidden.weight.detach().cpu().double()
-    return (slope * velocity).float()
-
-
-def predicted_weight_velocities(model, task) -> dict[str, torch.Tensor]:
-    """Leading-order velocities of the other weights (THEORY.md 3.2), concat pooling.
-
-    ``dW_2/dt = sigma'(0) sum_i S^(i)T E W_1^(i)T`` (Tensor[C, m]) and
-    ``dW_1^(i)/dt = sigma'(0) W_2^T S^(i)T E`` (Tensor[L, m, d]).
-    """
-    _check_embmlp(model)
-    if model.pool != "concat":
-        raise ValueError("predicted_weight_velocities needs pool='concat'")
-    with torch.no_grad():
-        q = torch.softmax(model.readout.bias.detach().cpu().double(), 0)
-        drives = exact_signature_drives(task, reference=q).double()
-        emb = model.embedding.detach().cpu().double()
-        w2 = model.readout.weight.detach().cpu().double()
-        blocks = model.first_layer_blocks().detach().cpu().double()
-        slope = ACTIVATION_SLOPE_AT_ZERO[model.activation]
-        readout = slope * torch.einsum("lvc,vd,lmd->cm", drives, emb, blocks)
-        hidden = slope * torch.einsum("cm,lvc,vd->lmd", w2, drives, emb)
-    return {"readout": readout.float(), "hidden_blocks": hidden.float()}
-
-
-def autograd_embedding_velocity(model, task, n_samples: int | None = None,
-                                generator: torch.Generator | None = None) -> torch.Tensor:
-    """Measured velocity ``-dR/dE`` of the cross-entropy risk by autograd: Tensor[V, d].
-
-    With ``n_samples=None`` the risk is the exact population risk, summed over all ``V**L`` sequences
-    with the task's exact ``P(y | x)`` (needs ``task.conditional_label_distribution``; ``V**L <= 2**20``).
-    Otherwise it is the mean loss on ``n_samples`` fresh samples.
-    """
-    device = model.embedding.device
-    if n_samples is None:
-        n_seq = task.vocab_size**task.seq_len
-        if n_seq > 2**20:
-            raise ValueError(f"exact population risk needs V**L <= 2**20 sequences, got {n_seq}; pass n_samples")
-        tokens = torch.cartesian_prod(*[torch.arange(task.vocab_size)] * task.seq_len).reshape(n_seq, task.seq_len)
-        targets = task.conditional_label_distribution(list(range(task.seq_len))).reshape(n_seq, task.n_labels)
-        weights = torch.full((n_seq,), 1.0 / n_seq)
-    else:
-        check_positive_int("n_samples", n_samples)
-        batch = task.sample(n_samples, generator)
-        tokens, targets = batch.tokens, torch.nn.functional.one_hot(batch.labels, task.n_labels).float()
-        weights = torch.full((n_samples,), 1.0 / n_samples)
-    tokens, targets, weights = tokens.to(device), targets.to(device), weights.to(device)
-    log_p = torch.log_softmax(model.logits(tokens), dim=-1)
-    risk = -(weights[:, None] * targets.to(log_p.dtype) * log_p).sum()
-    (grad,) = torch.autograd.grad(risk, model.embedding)
-    return (-grad).detach().cpu()
