@@ -6,9 +6,11 @@ from typing import Mapping, Sequence
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 
 __all__ = ["ORDER_COLORS", "use_course_style", "signature_heatmap", "kernel_heatmap", "staircase_plot",
+           "attention_heatmap",
            "gram_animation"]
 
 ORDER_COLORS = ("#1b6ca8", "#d9822b", "#2e8b57", "#8e44ad", "#c0392b")
@@ -67,6 +69,23 @@ def kernel_heatmap(kernel: torch.Tensor, ax: plt.Axes | None = None, title: str 
     ax.grid(False)
     if colorbar:
         ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def attention_heatmap(attention: torch.Tensor, ax: plt.Axes | None = None, title: str = "",
+                      annotate: bool = True) -> plt.Axes:
+    """Heatmap of one attention map Tensor[L, L] (rows: query positions, columns: key positions) on a fixed
+    [0, 1] scale, with the weights written in the cells when ``annotate`` (and L <= 8)."""
+    if not isinstance(attention, torch.Tensor) or attention.dim() != 2 or attention.shape[0] != attention.shape[1]:
+        raise ValueError(f"attention must be a square tensor [L, L], got {getattr(attention, 'shape', type(attention))}")
+    ax = signature_heatmap(attention, ax=ax, title=title, xlabel="key position j", ylabel="query position i",
+                           vmin=0.0, vmax=1.0)
+    length = attention.shape[0]
+    ax.set_yticks(range(length))
+    if annotate and length <= 8:
+        for (i, j), value in np.ndenumerate(attention.detach().cpu().double().numpy()):
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if value < 0.6 else "black")
     return ax
 
 

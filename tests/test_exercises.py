@@ -161,3 +161,26 @@ def test_chapter4_checks_accept_right_and_explain_wrong_answers():
     assert ex.check_surviving_stairs(lambda a: {"identity": (0,), "quadratic": (0, 1)}.get(a, (0, 1, 2))) is True
     with pytest.raises(ex.ExerciseFailed, match="quadratic"):
         ex.check_surviving_stairs(lambda a: (0,) if a == "identity" else (0, 1, 2))
+
+
+def test_chapter5_checks_accept_right_and_explain_wrong_answers():
+    ex = exercises
+
+    def epsilon_slope(gammas, deviations, d_embed):
+        x = np.log(float(d_embed)) * (0.5 - np.asarray(gammas, dtype=float))
+        return float(np.polyfit(x, np.log(np.asarray(deviations, dtype=float)), 1)[0])
+
+    def normalized_entropy(attention):
+        a = attention.double()
+        h = -(a * torch.where(a > 0, a.log(), torch.zeros_like(a))).sum(-1)
+        return h / np.log(a.shape[-1])
+
+    assert ex.check_epsilon_slope(epsilon_slope) is True
+    with pytest.raises(ex.ExerciseFailed, match="log-log|log\\(deviation\\)"):
+        ex.check_epsilon_slope(lambda g, dev, d: -epsilon_slope(g, dev, d))
+    assert ex.check_normalized_entropy(normalized_entropy) is True
+    with pytest.raises(ex.ExerciseFailed, match="one-hot rows"):
+        ex.check_normalized_entropy(lambda a: -(a * a.clamp_min(1e-300).log()).sum(-1) * 0 + 1)
+    assert ex.check_focus_position(lambda task: 1 if task.reverse else 0) is True
+    with pytest.raises(ex.ExerciseFailed, match="saturation trap"):
+        ex.check_focus_position(lambda task: 1)

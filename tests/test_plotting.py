@@ -106,3 +106,14 @@ def test_gram_animation_needs_no_network():
     html = plotting.gram_animation(torch.tensor([0, 10, 100]), torch.randn(3, 5, 2), n_frames=3)
     assert "http://" not in html and "https://" not in html, "the animation must not load anything from a CDN"
     assert '<i class="fa' not in html, "button icons are drawn with Unicode, not Font Awesome"
+
+
+def test_attention_heatmap_labels_positions_and_annotates():
+    import matplotlib.pyplot as plt
+
+    ax = plotting.attention_heatmap(torch.tensor([[1.0, 0.0], [0.25, 0.75]]), title="map")
+    assert ax.get_xlabel() == "key position j" and ax.get_ylabel() == "query position i"
+    assert [t.get_text() for t in ax.texts] == ["1.00", "0.00", "0.25", "0.75"]
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="attention must be a square tensor"):
+        plotting.attention_heatmap(torch.ones(2, 3))
