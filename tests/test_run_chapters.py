@@ -2,7 +2,6 @@
 and tools/offline/sitecustomize.py, the guard that keeps the kernels offline."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +11,8 @@ from typing import Iterator
 
 import nbformat
 import pytest
+
+from conftest import import_script
 
 ROOT = Path(__file__).resolve().parent.parent
 GUARD_PROBE = """\
@@ -30,14 +31,7 @@ for attempt in (lambda: socket.create_connection(("192.0.2.1", 80), timeout=5),
 
 @pytest.fixture(scope="module")
 def run_chapters() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("run_chapters", ROOT / "tools" / "run_chapters.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["run_chapters"] = module  # dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop("run_chapters", None)
+    yield from import_script(ROOT / "tools" / "run_chapters.py")
 
 
 def _notebook(path: Path, *sources: str, tags: tuple[str, ...] = ()) -> Path:
