@@ -44,6 +44,7 @@ from packaging.requirements import Requirement
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 CHAPTER = ROOT / "chapters" / "01_probability_signatures.ipynb"
 # What Colab has preinstalled that matters here; their requirements join them in the base.
 COLAB_BASE = ("torch", "numpy", "matplotlib", "ipywidgets", "pip")
@@ -154,8 +155,7 @@ def _venv_environment(tmp: Path) -> dict[str, str]:
 
 
 def _declared_dependencies() -> set[str]:
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return {_canonical(Requirement(r).name) for r in pyproject["project"]["dependencies"]}
+    return {_canonical(Requirement(r).name) for r in PROJECT["dependencies"]}
 
 
 def _pip_list(python: Path, env: dict[str, str], cwd: Path) -> dict[str, str]:
@@ -227,5 +227,4 @@ def test_colab_setup_cell_installs_the_wheel_without_touching_torch(wheelhouse: 
     expected = {"staircase-lib"} | (_declared_dependencies() - set(before))
     assert set(added) == expected, (f"the install added {sorted(added)}; expected the library and its missing "
                                     f"dependencies, {sorted(expected)}")
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert added["staircase-lib"] == version
+    assert added["staircase-lib"] == PROJECT["version"]
