@@ -73,6 +73,7 @@ def run_twice(path: Path) -> Run:
 
 
 def status(run: Run, limit: float) -> str:
+    """The table's verdict on one chapter: ok, FAILED in a pass, or TOO SLOW in the first pass."""
     if run.error:
         return f"FAILED in pass {len(run.passes) + 1}"
     if run.passes[0] > limit:
