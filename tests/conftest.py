@@ -2,7 +2,12 @@
 and large samples of the staircase task drawn once per session."""
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Iterator
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -22,6 +27,19 @@ torch.set_num_threads(1)
 
 settings.register_profile("staircase", max_examples=25, deadline=None)
 settings.load_profile("staircase")
+
+
+def import_script(path: Path) -> Iterator[ModuleType]:
+    """Import a script outside any package (a tool, the bench) as a module named after its file, and yield it;
+    it stays in ``sys.modules`` meanwhile, where dataclasses look their module up. Use with ``yield from``."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(path.stem, None)
 
 
 @pytest.fixture

@@ -1,12 +1,12 @@
 """benchmarks/bench.py at toy size: every measurement and the report run, in seconds."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from conftest import import_script
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(vocab_size=64, seq_len=3, n_labels=4, d_embed=4, d_hidden=8, activation="gelu")
@@ -14,14 +14,7 @@ TINY = dict(vocab_size=64, seq_len=3, n_labels=4, d_embed=4, d_hidden=8, activat
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "benchmarks" / "bench.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench"] = module  # dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop("bench", None)
+    yield from import_script(ROOT / "benchmarks" / "bench.py")
 
 
 def test_loop_and_ensemble_measurements_at_toy_size(bench):
