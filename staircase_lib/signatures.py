@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from ._checks import check_finite_float, check_labels, check_positive_int, check_tokens
+from ._checks import check_finite_float, check_labels, check_positive_int, check_square_matrix, check_tokens
 
 __all__ = [
     "label_marginal",
@@ -25,6 +25,7 @@ __all__ = [
     "pure_signature",
     "signature_kernel",
     "kernel_from_signature",
+    "spectral_embedding",
 ]
 
 
@@ -230,3 +231,26 @@ def signature_kernel(tokens: torch.Tensor, labels: torch.Tensor, order: int, n_t
             # ordered tuples J: every permutation of the context gives the same term
             kernel += math.factorial(order) * kernel_from_signature(delta, rho if order else None).double()
     return kernel.to(torch.get_default_dtype())
+
+
+def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = None) -> torch.Tensor:
+    """Embeddings whose Gram matrix is the kernel's best rank-``d_embed`` PSD part: Tensor[V, d_embed].
+
+    Column ``j`` is the ``j``-th leading eigenvector of ``kernel`` times the square root of its eigenvalue
+    (negative eigenvalues count as 0; columns beyond the kernel's rank are 0). ``norm`` rescales the
+    result to that Frobenius norm (for example, the norm of a random embedding it is compared with).
+    """
+    kernel = check_square_matrix("kernel", kernel)
+    d_embed = check_positive_int("d_embed", d_embed)
+    if norm is not None:
+        norm = check_finite_float("norm", norm, strictly_positive=True)
+    values, vectors = torch.linalg.eigh((kernel.double() + kernel.double().T) / 2)
+    values, vectors = values.flip(0)[:d_embed].clamp_min(0), vectors.flip(1)[:, :d_embed]
+    embedding = torch.zeros(kernel.shape[0], d_embed, dtype=torch.float64)
+    embedding[:, : len(values)] = vectors * values.sqrt()
+    if norm is not None:
+        total = embedding.norm()
+        if total == 0:
+            raise ValueError("kernel has no positive eigenvalue, so its spectral embedding is zero and cannot be rescaled")
+        embedding = embedding * (norm / total)
+    return embedding.to(torch.get_default_dtype())
