@@ -64,7 +64,7 @@ def _joint_counts(tokens: torch.Tensor, labels: torch.Tensor | None, positions: 
 def _normalize_last(counts: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
     counts = counts + smoothing
     totals = counts.sum(-1, keepdim=True)
-    return torch.where(totals > 0, counts / totals.clamp_min(1e-300), torch.full_like(counts, float("nan")))
+    return torch.where(totals > 0, counts / torch.where(totals > 0, totals, torch.ones_like(totals)), torch.full_like(counts, float("nan")))
 
 
 def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
@@ -151,7 +151,7 @@ def pair_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, co
     i, j = _check_positions("(position, context_position)", [position, context_position], tokens.shape[1])
     counts = _joint_counts(tokens, labels, [i, j], n_tokens, n_labels)
     totals = counts.sum(dim=(1, 2), keepdim=True)
-    joint = torch.where(totals > 0, counts / totals.clamp_min(1e-300), torch.full_like(counts, float("nan")))
+    joint = torch.where(totals > 0, counts / torch.where(totals > 0, totals, torch.ones_like(totals)), torch.full_like(counts, float("nan")))
     return joint.to(torch.get_default_dtype())
 
 
@@ -237,7 +237,7 @@ def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = 
     """Embeddings whose Gram matrix is the kernel's best rank-``d_embed`` PSD part: Tensor[V, d_embed].
 
     Column ``j`` is the ``j``-th leading eigenvector of ``kernel`` times the square root of its eigenvalue
-    (negative eigenvalues count as 0; columns beyond the kernel's rank are 0). ``norm`` rescales the
+    (negative eigenvalues count as 0; columns beyond the kernel's numerical rank are 0). ``norm`` rescales the
     result to that Frobenius norm (for example, the norm of a random embedding it is compared with).
     """
     kernel = check_square_matrix("kernel", kernel)
@@ -245,7 +245,9 @@ def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = 
     if norm is not None:
         norm = check_finite_float("norm", norm, strictly_positive=True)
     values, vectors = torch.linalg.eigh((kernel.double() + kernel.double().T) / 2)
-    values, vectors = values.flip(0)[:d_embed].clamp_min(0), vectors.flip(1)[:, :d_embed]
+    tolerance = float(values.abs().max()) * kernel.shape[0] * torch.finfo(torch.float64).eps  # numerical rank
+    values, vectors = values.flip(0)[:d_embed], vectors.flip(1)[:, :d_embed]
+    values = torch.where(values > tolerance, values, torch.zeros_like(values))
     embedding = torch.zeros(kernel.shape[0], d_embed, dtype=torch.float64)
     embedding[:, : len(values)] = vectors * values.sqrt()
     if norm is not None:
