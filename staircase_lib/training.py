@@ -99,6 +99,7 @@ class History:
     def as_dict(self) -> dict:
         """Plain-dict view (for saving with ``torch.save``)."""
         out = {k: getattr(self, k) for k in ("steps", "loss", "accuracy", "embeddings", "seconds", "interrupted")}
+        out["probes"] = self.probes
         out["config"] = asdict(self.config)
         return out
 
