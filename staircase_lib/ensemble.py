@@ -17,7 +17,7 @@ import itertools
 import math
 import time
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import torch
 from torch.nn import functional as F
@@ -25,7 +25,8 @@ from torch.nn import functional as F
 from .models import ACTIVATIONS, AttentionModel, EmbMLP
 from .runtime import capped_threads, resolve_device
 from .tasks import StaircaseTask
-from .training import History, TrainConfig, _record_steps, _show_progress
+from .tasks import Batch
+from .training import History, TrainConfig, _record_steps, _show_progress, check_probes
 
 __all__ = ["train_ensemble"]
 
@@ -344,7 +345,8 @@ class _Optimizer:
 
 
 def train_ensemble(models: Sequence[EmbMLP | AttentionModel], task, config: TrainConfig,
-                   tasks: Sequence | None = None, seeds: Sequence[int] | None = None) -> list[History]:
+                   tasks: Sequence | None = None, seeds: Sequence[int] | None = None,
+                   probes: Mapping[str, Batch] | None = None) -> list[History]:
     """Train K Emb-MLPs (or K attention models) of one architecture together; one :class:`History` each.
 
     Members may differ in seed, ``gamma`` and task: ``task`` is one task for all members, or a list of
@@ -353,7 +355,9 @@ def train_ensemble(models: Sequence[EmbMLP | AttentionModel], task, config: Trai
     and its History equals that run's up to float rounding (not bitwise: long runs can drift apart,
     and the fragile order-2 stair can move by thousands of steps); ``History.seconds`` is the
     ensemble's wall time. The trained parameters are copied back into ``models``. Frozen parameters
-    (``requires_grad=False``, the same in every member) stay frozen.
+    (``requires_grad=False``, the same in every member; ``config.freeze_embeddings`` freezes every
+    member's embedding) stay bit-identical. ``probes`` (name -> Batch) are evaluated for every member at
+    each recorded step, into ``History.probes`` (see ``training.train``).
 
     ``train`` runs a single Emb-MLP on this path. Cost on 2 CPU cores (d=32, m=256, batch 512, see
     ``benchmarks/RESULTS.md``): about 1.2 ms per step for one model, 2.5-3.5 ms for three and 15 ms for
@@ -362,20 +366,28 @@ def train_ensemble(models: Sequence[EmbMLP | AttentionModel], task, config: Trai
     Attention models train on :mod:`staircase_lib.stacked` (stacked parameters, autograd), and their
     histories also hold the attention records of ``train`` in ``extras``.
     """
-    models = _check_models(models)
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if config.freeze_embeddings and isinstance(models, (list, tuple)):
+        for model in models:
+            if isinstance(model, EmbMLP):
+                model.freeze_embeddings()
+    models = _check_models(models)
     tasks = _check_tasks(task, tasks, models)
     seeds = _check_seeds(seeds, config, len(models))
+    probes = check_probes(probes, models[0].vocab_size, models[0].seq_len, models[0].n_labels)
     with capped_threads():  # never more threads than this process may use
         if isinstance(models[0], AttentionModel):
+            if probes:
+                raise ValueError("probes are recorded for Emb-MLP ensembles only; pass probes=None for attention models")
             from .stacked import train_stacked
 
             return train_stacked(models, tasks, config, seeds)
-        return _train_ensemble(models, tasks, config, seeds)
+        return _train_ensemble(models, tasks, config, seeds, probes)
 
 
-def _train_ensemble(models: list[EmbMLP], tasks: list, config: TrainConfig, seeds: list[int]) -> list[History]:
+def _train_ensemble(models: list[EmbMLP], tasks: list, config: TrainConfig, seeds: list[int],
+                    probes: dict[str, Batch]) -> list[History]:
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     for model in models:
@@ -387,6 +399,10 @@ def _train_ensemble(models: list[EmbMLP], tasks: list, config: TrainConfig, seed
     evals = [t.sample(config.eval_size, torch.Generator(device=device).manual_seed(s + 10_000))
              for t, s in zip(tasks, seeds)]
     eval_rows = [stack.rows(b.tokens[None], stacked=False) for b in evals]
+    probes = {name: batch.to(device) for name, batch in probes.items()}
+    probe_rows = {name: stack.rows(b.tokens[None], stacked=False) for name, b in probes.items()}
+    probe_rec = {name: torch.empty(2, len(_record_steps(config.steps, config.record_every)), K, device=device)
+                 for name in probes}
     optimizer = _Optimizer(config.optimizer, stack.theta, stack.grad, config.lr)
 
     marks = _record_steps(config.steps, config.record_every)
@@ -404,6 +420,11 @@ def _train_ensemble(models: list[EmbMLP], tasks: list, config: TrainConfig, seed
                 loss_rec[recorded, k] = F.cross_entropy(logits_t.T, batch.labels)
                 acc_rec[recorded, k] = (logits_t.argmax(0) == batch.labels).float().mean()  # argmax(-1) of .T: slow
             emb_rec[recorded] = stack.params[0]
+            for name, batch in probes.items():
+                for k in range(K):
+                    logits_t = stack.forward(probe_rows[name], len(batch), slice(k, k + 1))[2][0]
+                    probe_rec[name][0, recorded, k] = F.cross_entropy(logits_t.T, batch.labels)
+                    probe_rec[name][1, recorded, k] = (logits_t.argmax(0) == batch.labels).float().mean()
         bad = ~torch.isfinite(loss_rec[recorded])
         if bad.any():
             k = int(bad.nonzero()[0])
@@ -444,5 +465,7 @@ def _train_ensemble(models: list[EmbMLP], tasks: list, config: TrainConfig, seed
     return [History(steps=marks[:recorded].clone(), loss=loss_rec[:recorded, k].cpu(),
                     accuracy=acc_rec[:recorded, k].cpu(), embeddings=emb_rec[:recorded, k].cpu(),
                     config=configs[k], seconds=seconds, interrupted=interrupted,
-                    extras={"ensemble_size": K, "member": k})
+                    extras={"ensemble_size": K, "member": k},
+                    probes={name: {"loss": rec[0, :recorded, k].cpu(), "accuracy": rec[1, :recorded, k].cpu()}
+                            for name, rec in probe_rec.items()})
             for k in range(K)]

@@ -6,7 +6,7 @@ import torch
 from ._checks import check_finite_float, check_positive_int, check_square_matrix
 
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "smooth", "stair_time",
-           "stair_times", "attention_entropy"]
+           "stair_times", "attention_entropy", "crossing_time"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -172,3 +172,20 @@ def attention_entropy(attention: torch.Tensor, causal: bool = False) -> torch.Te
     entropy = -torch.special.xlogy(a, a).sum(-1)
     normalized = torch.where(visible > 1, entropy / visible.log().clamp_min(1e-12), torch.ones((), dtype=a.dtype))
     return normalized.clamp(0.0, 1.0).to(attention.dtype)
+
+
+def crossing_time(steps: torch.Tensor, curve: torch.Tensor, level: float, below: bool = True) -> int | None:
+    """First step at which ``curve`` is at or below ``level`` (at or above it if ``below=False``), else None.
+
+    For a loss curve and a level halfway between two plateau losses, this is the time of the stair
+    between them, read off the loss alone (useful when the embedding is frozen and cannot align).
+    """
+    if not isinstance(steps, torch.Tensor) or not isinstance(curve, torch.Tensor):
+        raise TypeError("steps and curve must be tensors of shape [T]")
+    if steps.dim() != 1 or curve.shape != steps.shape or len(steps) == 0:
+        raise ValueError(f"steps and curve must be 1-D of equal length, got {tuple(steps.shape)}, {tuple(curve.shape)}")
+    level = check_finite_float("level", float(level) if isinstance(level, torch.Tensor) else level)
+    if not isinstance(below, bool):
+        raise TypeError(f"below must be True or False, got {below!r}")
+    hits = torch.nonzero(curve <= level if below else curve >= level)
+    return int(steps[int(hits[0])]) if len(hits) else None

@@ -86,6 +86,36 @@ class _TokenModel(nn.Module):
         """Logits without input checks (the training loop's hot path): Tensor[N, C]."""
         raise NotImplementedError
 
+    def freeze_embeddings(self, frozen: bool = True) -> "_TokenModel":
+        """Stop (or, with ``frozen=False``, resume) training the embedding matrix; returns the model.
+
+        A frozen embedding keeps ``requires_grad=False``: every training path leaves it bit-identical.
+        """
+        if not isinstance(frozen, bool):
+            raise TypeError(f"frozen must be True or False, got {frozen!r}")
+        self.embedding.requires_grad_(not frozen)
+        return self
+
+    @property
+    def embeddings_frozen(self) -> bool:
+        """True if the embedding matrix is not trained."""
+        return not self.embedding.requires_grad
+
+    def load_embeddings(self, embeddings: torch.Tensor, freeze: bool = False) -> "_TokenModel":
+        """Copy ``embeddings`` (Tensor[V, d], e.g. another model's, a transplant) into the model; returns it."""
+        if not isinstance(embeddings, torch.Tensor):
+            raise TypeError(f"embeddings must be a torch.Tensor of shape [{self.vocab_size}, {self.d_embed}], "
+                            f"got {type(embeddings).__name__}")
+        if tuple(embeddings.shape) != (self.vocab_size, self.d_embed):
+            raise ValueError(f"embeddings must have shape [{self.vocab_size}, {self.d_embed}], got {tuple(embeddings.shape)}")
+        if not embeddings.dtype.is_floating_point or not torch.isfinite(embeddings).all():
+            raise ValueError("embeddings must be a finite floating-point tensor")
+        if not isinstance(freeze, bool):
+            raise TypeError(f"freeze must be True or False, got {freeze!r}")
+        with torch.no_grad():
+            self.embedding.copy_(embeddings.detach())
+        return self.freeze_embeddings(freeze) if freeze else self
+
     def _embed(self, tokens: torch.Tensor, pool: str) -> torch.Tensor:
         vectors = nn.functional.embedding(tokens, self.embedding)  # [N, L, d]; faster backward than indexing
         return vectors.flatten(1) if pool == "concat" else vectors.sum(1)

@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from ._checks import check_finite_float, check_labels, check_positive_int, check_tokens
+from ._checks import check_finite_float, check_labels, check_positive_int, check_square_matrix, check_tokens
 
 __all__ = [
     "label_marginal",
@@ -25,6 +25,7 @@ __all__ = [
     "pure_signature",
     "signature_kernel",
     "kernel_from_signature",
+    "spectral_embedding",
 ]
 
 
@@ -63,7 +64,7 @@ def _joint_counts(tokens: torch.Tensor, labels: torch.Tensor | None, positions: 
 def _normalize_last(counts: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
     counts = counts + smoothing
     totals = counts.sum(-1, keepdim=True)
-    return torch.where(totals > 0, counts / totals.clamp_min(1e-300), torch.full_like(counts, float("nan")))
+    return torch.where(totals > 0, counts / torch.where(totals > 0, totals, torch.ones_like(totals)), torch.full_like(counts, float("nan")))
 
 
 def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
@@ -150,7 +151,7 @@ def pair_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, co
     i, j = _check_positions("(position, context_position)", [position, context_position], tokens.shape[1])
     counts = _joint_counts(tokens, labels, [i, j], n_tokens, n_labels)
     totals = counts.sum(dim=(1, 2), keepdim=True)
-    joint = torch.where(totals > 0, counts / totals.clamp_min(1e-300), torch.full_like(counts, float("nan")))
+    joint = torch.where(totals > 0, counts / torch.where(totals > 0, totals, torch.ones_like(totals)), torch.full_like(counts, float("nan")))
     return joint.to(torch.get_default_dtype())
 
 
@@ -230,3 +231,28 @@ def signature_kernel(tokens: torch.Tensor, labels: torch.Tensor, order: int, n_t
             # ordered tuples J: every permutation of the context gives the same term
             kernel += math.factorial(order) * kernel_from_signature(delta, rho if order else None).double()
     return kernel.to(torch.get_default_dtype())
+
+
+def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = None) -> torch.Tensor:
+    """Embeddings whose Gram matrix is the kernel's best rank-``d_embed`` PSD part: Tensor[V, d_embed].
+
+    Column ``j`` is the ``j``-th leading eigenvector of ``kernel`` times the square root of its eigenvalue
+    (negative eigenvalues count as 0; columns beyond the kernel's numerical rank are 0). ``norm`` rescales the
+    result to that Frobenius norm (for example, the norm of a random embedding it is compared with).
+    """
+    kernel = check_square_matrix("kernel", kernel)
+    d_embed = check_positive_int("d_embed", d_embed)
+    if norm is not None:
+        norm = check_finite_float("norm", norm, strictly_positive=True)
+    values, vectors = torch.linalg.eigh((kernel.double() + kernel.double().T) / 2)
+    tolerance = float(values.abs().max()) * kernel.shape[0] * torch.finfo(torch.float64).eps  # numerical rank
+    values, vectors = values.flip(0)[:d_embed], vectors.flip(1)[:, :d_embed]
+    values = torch.where(values > tolerance, values, torch.zeros_like(values))
+    embedding = torch.zeros(kernel.shape[0], d_embed, dtype=torch.float64)
+    embedding[:, : len(values)] = vectors * values.sqrt()
+    if norm is not None:
+        total = embedding.norm()
+        if total == 0:
+            raise ValueError("kernel has no positive eigenvalue, so its spectral embedding is zero and cannot be rescaled")
+        embedding = embedding * (norm / total)
+    return embedding.to(torch.get_default_dtype())

@@ -12,12 +12,12 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from typing import Mapping, Protocol
 
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_finite_float, check_positive_int
+from ._checks import check_choice, check_finite_float, check_labels, check_positive_int, check_tokens
 from .models import EmbMLP
 from .runtime import capped_threads, is_headless, resolve_device
 from .tasks import Batch
@@ -44,6 +44,8 @@ class TrainConfig:
     ``batch_size`` fresh samples per step (population training); ``record_every`` sets the snapshot
     schedule (step 0 and the last step are always recorded); ``eval_size`` samples form the fixed
     batch on which loss and accuracy are recorded. ``progress=None`` shows a bar only to a person.
+    ``freeze_embeddings=True`` freezes the model's embedding matrix before training (see
+    ``model.freeze_embeddings()``): it stays bit-identical, the other weights train.
     """
 
     steps: int
@@ -55,6 +57,7 @@ class TrainConfig:
     eval_size: int = 4096
     device: str = "auto"
     progress: bool | None = None
+    freeze_embeddings: bool = False
 
     def __post_init__(self) -> None:
         check_positive_int("steps", self.steps)
@@ -68,6 +71,8 @@ class TrainConfig:
         resolve_device(self.device)  # validates the name and availability
         if self.progress is not None and not isinstance(self.progress, bool):
             raise TypeError(f"progress must be True, False or None, got {self.progress!r}")
+        if not isinstance(self.freeze_embeddings, bool):
+            raise TypeError(f"freeze_embeddings must be True or False, got {self.freeze_embeddings!r}")
 
 
 @dataclass
@@ -77,7 +82,9 @@ class History:
 
     ``extras`` holds what the model's ``training_snapshot`` returned at each record, stacked over time
     (for an :class:`~staircase_lib.models.AttentionModel`: ``attention`` Tensor[T, layers, heads, L, L] and
-    ``attention_entropy`` Tensor[T, layers, heads, L]); the batched trainer stores run metadata there."""
+    ``attention_entropy`` Tensor[T, layers, heads, L]); the batched trainer stores run metadata there.
+
+    ``probes`` holds, for each named probe batch given to ``train``, its ``{"loss", "accuracy"}`` Tensor[T]."""
 
     steps: torch.Tensor
     loss: torch.Tensor
@@ -87,6 +94,7 @@ class History:
     seconds: float = 0.0
     interrupted: bool = False
     extras: dict = field(default_factory=dict)
+    probes: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line: final loss, accuracy, steps and time."""
@@ -96,6 +104,7 @@ class History:
     def as_dict(self) -> dict:
         """Plain-dict view (for saving with ``torch.save``)."""
         out = {k: getattr(self, k) for k in ("steps", "loss", "accuracy", "embeddings", "seconds", "interrupted")}
+        out["probes"] = self.probes
         out["config"] = asdict(self.config)
         return out
 
@@ -137,13 +146,16 @@ def _uses_fast_path(model: nn.Module) -> bool:
     return type(model) is EmbMLP and tuple(name for name, _ in model.named_parameters()) == _EMB_MLP_PARAMETERS
 
 
-def train(model: nn.Module, task: SupportsSample, config: TrainConfig) -> History:
+def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
+          probes: Mapping[str, Batch] | None = None) -> History:
     """Train ``model`` on fresh samples of ``task`` with cross-entropy and record a :class:`History`.
 
     The model is moved to ``config.device`` and trained in place. Loss and accuracy are measured on a
     fixed evaluation batch at each recorded step; the embedding matrix is snapshotted there too.
     Raises ``FloatingPointError`` if the loss becomes NaN or infinite; on ``KeyboardInterrupt`` the
-    history recorded so far is returned with ``interrupted=True``.
+    history recorded so far is returned with ``interrupted=True``. ``probes`` maps names to extra
+    batches (for example one per mapping of a task) whose loss and accuracy are recorded at the same
+    steps, in ``history.probes[name]``.
 
     An :class:`~staircase_lib.models.EmbMLP` trains on the fast batched path (a one-member
     :func:`~staircase_lib.ensemble.train_ensemble`), other models on the generic autograd loop; both
@@ -151,14 +163,33 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig) -> Histor
     runs on at most as many threads as the process may use (see :func:`~staircase_lib.runtime.capped_threads`).
     """
     _check_train_args(model, task, config)
+    probes = check_probes(probes, model.vocab_size, model.seq_len, model.n_labels)
+    if config.freeze_embeddings:
+        model.embedding.requires_grad_(False)
     if _uses_fast_path(model):
         from .ensemble import train_ensemble  # ensemble imports this module
 
-        history = train_ensemble([model], task, config, seeds=[config.seed])[0]
+        history = train_ensemble([model], task, config, seeds=[config.seed], probes=probes)[0]
         history.extras = {}
         return history
     with capped_threads():
-        return _train_autograd(model, task, config)
+        return _train_autograd(model, task, config, probes)
+
+
+def check_probes(probes, vocab_size: int, seq_len: int, n_labels: int) -> dict[str, Batch]:
+    """Check a ``{name: Batch}`` mapping of probe batches against the model's sizes; returns a dict."""
+    if probes is None:
+        return {}
+    if not isinstance(probes, Mapping):
+        raise TypeError(f"probes must be a dict of name -> Batch, got {type(probes).__name__}")
+    for name, batch in probes.items():
+        if not isinstance(name, str) or not isinstance(batch, Batch):
+            raise TypeError(f"probes must map str names to Batch objects, got {name!r}: {type(batch).__name__}")
+        check_tokens(f"probes[{name!r}].tokens", batch.tokens, vocab_size)
+        if batch.tokens.shape[1] != seq_len:
+            raise ValueError(f"probes[{name!r}].tokens must have shape [N, {seq_len}], got {tuple(batch.tokens.shape)}")
+        check_labels(f"probes[{name!r}].labels", batch.labels, batch.tokens.shape[0], n_labels)
+    return dict(probes)
 
 
 def _check_train_args(model, task, config) -> None:
@@ -172,7 +203,8 @@ def _check_train_args(model, task, config) -> None:
                              f"{getattr(model, name, None)}")
 
 
-def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig) -> History:
+def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig,
+                    probes: Mapping[str, Batch] | None = None) -> History:
     """The generic loop behind :func:`train`: autograd and ``torch.optim`` on any model with ``logits``.
 
     Arguments are checked by :func:`train`.
@@ -182,7 +214,10 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
     model.to(device).train()
     data_gen = torch.Generator(device=device).manual_seed(config.seed)
     eval_batch = task.sample(config.eval_size, torch.Generator(device=device).manual_seed(config.seed + 10_000))
-    optimizer = _make_optimizer(config.optimizer, model.parameters(), config.lr, device)
+    if config.freeze_embeddings:
+        model.embedding.requires_grad_(False)
+    probes = {name: batch.to(device) for name, batch in (probes or {}).items()}
+    optimizer = _make_optimizer(config.optimizer, [p for p in model.parameters() if p.requires_grad], config.lr, device)
     loss_fn = nn.CrossEntropyLoss()
 
     marks = _record_steps(config.steps, config.record_every)
@@ -193,6 +228,7 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
     emb_rec = torch.empty((n_marks, *model.embedding.shape), device=device)
     snapshot = getattr(model, "training_snapshot", None)  # model-specific records, e.g. attention maps
     extra_rec: dict[str, list[torch.Tensor]] = {}
+    probe_rec = {name: torch.empty(2, n_marks, device=device) for name in probes}
     recorded = 0
 
     def record() -> None:
@@ -205,6 +241,10 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
             if snapshot is not None:
                 for name, value in snapshot(eval_batch.tokens).items():
                     extra_rec.setdefault(name, []).append(value.detach())
+            for name, batch in probes.items():
+                logits = model.logits(batch.tokens)
+                probe_rec[name][0, recorded] = loss_fn(logits, batch.labels)
+                probe_rec[name][1, recorded] = (logits.argmax(-1) == batch.labels).float().mean()
         if not torch.isfinite(loss_rec[recorded]):
             raise FloatingPointError(
                 f"loss became {float(loss_rec[recorded])} at step {mark_list[recorded]} with lr={config.lr}; "
@@ -247,4 +287,6 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
         seconds=time.perf_counter() - start,
         interrupted=interrupted,
         extras={name: torch.stack(values[:recorded]).cpu() for name, values in extra_rec.items()},
+        probes={name: {"loss": rec[0, :recorded].cpu(), "accuracy": rec[1, :recorded].cpu()}
+                for name, rec in probe_rec.items()},
     )

@@ -15,7 +15,7 @@ from staircase_lib import signatures as sg
 from staircase_lib.exercises import check_label_signature
 from staircase_lib import ensemble, theory
 from staircase_lib.models import AttentionModel, EmbLinear, EmbMLP
-from staircase_lib.tasks import StaircaseTask
+from staircase_lib.tasks import AnchorTask, Batch, StaircaseTask
 from staircase_lib.training import TrainConfig, train
 
 NAN, INF = math.nan, math.inf
@@ -68,6 +68,24 @@ BAD_INPUTS = [
     ("label_signature position", lambda: TASK.label_signature(-1), ValueError, r"positions"),
     ("task kernel order 3", lambda: TASK.kernel(3), ValueError, r"order must be an int in \[0, 2\]"),
     ("task attribute order float", lambda: TASK.attribute(1.0), ValueError, r"order must be an int"),
+    ("anchor n_keys", lambda: AnchorTask(n_keys=1), ValueError, r"n_keys must be an int >= 2"),
+    ("anchor n_keys float", lambda: AnchorTask(n_keys=4.0), TypeError, r"n_keys must be an int"),
+    ("anchor key_start", lambda: AnchorTask(key_start="20"), TypeError, r"key_start must be an int"),
+    ("anchor shifts short", lambda: AnchorTask(shifts=(5,)), ValueError, r"shifts must be a sequence of at least 2"),
+    ("anchor shifts float", lambda: AnchorTask(shifts=(5, 1.5)), TypeError, r"shifts\[1\] must be an int"),
+    ("anchor held_out range", lambda: AnchorTask(held_out=(2, 4)), ValueError, r"held_out must be None or a pair of anchor indices in \[0, 3\]"),
+    ("anchor held_out triple", lambda: AnchorTask(held_out=(1, 2, 3)), ValueError, r"held_out must be"),
+    ("anchor memorized", lambda: AnchorTask(memorized=1.5), ValueError, r"memorized must be a fraction"),
+    ("anchor memorized bool", lambda: AnchorTask(memorized=True), ValueError, r"memorized must be a fraction"),
+    ("anchor seed", lambda: AnchorTask(seed=-1), ValueError, r"seed must be a non-negative int"),
+    ("anchor mapping", lambda: AnchorTask().keys("rules"), ValueError, r"mapping must be 'reasoning' or 'memorization'"),
+    ("anchor dataset mapping", lambda: AnchorTask().dataset("memorisation"), ValueError, r"mapping must be"),
+    ("anchor no held-out", lambda: AnchorTask(held_out=None).held_out_batch(), ValueError, r"held_out=None"),
+    ("anchor all memorized", lambda: AnchorTask(memorized=1.0).held_out_batch(), ValueError, r"every key is memorized"),
+    ("anchor sample n", lambda: AnchorTask().sample(0), ValueError, r"\bn must be an int >= 1"),
+    ("anchor sample generator", lambda: AnchorTask().sample(4, generator=1), TypeError, r"generator must be a torch.Generator"),
+    ("anchor positions", lambda: AnchorTask().conditional_label_distribution([3]), ValueError, r"positions must be ints in \[0, 2\]"),
+    ("anchor positions repeated", lambda: AnchorTask().conditional_label_distribution([0, 0]), ValueError, r"positions must be distinct"),
     # ----- models -----
     ("activation name", mlp(activation="softmax"), ValueError, r"activation must be one of"),
     ("pool name", mlp(pool="mean"), ValueError, r"pool must be one of"),
@@ -85,6 +103,11 @@ BAD_INPUTS = [
     ("forward wrong seq_len", lambda: MODEL(torch.zeros(2, 4, dtype=torch.long)), ValueError, r"tokens must have shape \[N, 3\]"),
     ("forward id out of range", lambda: MODEL(torch.full((2, 3), 64)), ValueError, r"tokens holds ids in \[64, 64\]"),
     ("forward list", lambda: MODEL([[0, 1, 2]]), TypeError, r"tokens must be a torch.Tensor"),
+    ("freeze not bool", lambda: EmbMLP(8, 3, 2).freeze_embeddings("yes"), TypeError, r"frozen must be True or False"),
+    ("load_embeddings list", lambda: EmbMLP(8, 3, 2, d_embed=4).load_embeddings([[0.0]]), TypeError, r"embeddings must be a torch.Tensor of shape \[8, 4\]"),
+    ("load_embeddings shape", lambda: EmbMLP(8, 3, 2, d_embed=4).load_embeddings(torch.zeros(8, 5)), ValueError, r"embeddings must have shape \[8, 4\]"),
+    ("load_embeddings NaN", lambda: EmbMLP(8, 3, 2, d_embed=4).load_embeddings(torch.full((8, 4), NAN)), ValueError, r"embeddings must be a finite"),
+    ("load_embeddings freeze", lambda: EmbMLP(8, 3, 2, d_embed=4).load_embeddings(torch.zeros(8, 4), freeze=1), TypeError, r"freeze must be True or False"),
     ("blocks with sum pool", lambda: EmbMLP(64, 3, 4, pool="sum").first_layer_blocks(), ValueError, r"pool='concat'"),
     ("attention heads do not divide d", lambda: AttentionModel(64, 3, 4, d_embed=10, n_heads=3), ValueError, r"d_embed=10 must be divisible by n_heads=3"),
     ("attention readout name", lambda: AttentionModel(64, 3, 4, readout="first"), ValueError, r"readout must be one of"),
@@ -114,6 +137,12 @@ BAD_INPUTS = [
     ("train model", lambda: train(object(), TASK, TrainConfig(steps=1)), TypeError, r"model must be a staircase_lib model"),
     ("train config", lambda: train(MODEL, TASK, {"steps": 1}), TypeError, r"config must be a TrainConfig"),
     ("train size mismatch", lambda: train(EmbMLP(8, 3, 2), TASK, TrainConfig(steps=1)), ValueError, r"task.vocab_size=64 does not match model.vocab_size=8"),
+    ("config freeze_embeddings", cfg(freeze_embeddings="yes"), TypeError, r"freeze_embeddings must be True or False"),
+    ("train probes list", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes=[TASK.sample(4)]), TypeError, r"probes must be a dict"),
+    ("train probes value", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": (1, 2)}), TypeError, r"probes must map str names to Batch"),
+    ("train probes tokens", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": Batch(torch.full((2, 3), 64), torch.zeros(2, dtype=torch.long))}), ValueError, r"probes\['a'\].tokens holds ids"),
+    ("train probes seq_len", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": Batch(torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, dtype=torch.long))}), ValueError, r"probes\['a'\].tokens must have shape \[N, 3\]"),
+    ("train probes labels", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": Batch(torch.zeros(2, 3, dtype=torch.long), torch.full((2,), 4))}), ValueError, r"probes\['a'\].labels holds ids"),
     # ----- cache -----
     ("cache enabled string", lambda: cache.ResultCache(enabled="yes"), TypeError, r"enabled must be True, False or None"),
     ("cache version empty", lambda: cache.ResultCache(version=""), ValueError, r"version must be a non-empty str"),
@@ -169,6 +198,14 @@ BAD_INPUTS = [
     ("gram_correlation kernel", lambda: metrics.gram_correlation(X, torch.eye(3)), ValueError, r"kernel must have shape \[6, 6\]"),
     ("alignment embeddings 2-D", lambda: metrics.alignment_curve(X, K6), ValueError, r"embeddings must have shape \[T, V, d\]"),
     ("alignment kernel size", lambda: metrics.alignment_curve(X[None], torch.eye(4)), ValueError, r"kernel must have shape \[6, 6\]"),
+    ("crossing_time list", lambda: metrics.crossing_time([0, 1], torch.ones(2), 0.5), TypeError, r"steps and curve must be tensors"),
+    ("crossing_time shapes", lambda: metrics.crossing_time(STEPS, torch.ones(9), 0.5), ValueError, r"steps and curve must be 1-D of equal length"),
+    ("crossing_time level NaN", lambda: metrics.crossing_time(STEPS, torch.ones(10), NAN), ValueError, r"level must be finite"),
+    ("crossing_time below", lambda: metrics.crossing_time(STEPS, torch.ones(10), 0.5, below="yes"), TypeError, r"below must be True or False"),
+    ("spectral kernel shape", lambda: sg.spectral_embedding(torch.ones(3, 4), 2), ValueError, r"kernel must be a square matrix"),
+    ("spectral d_embed", lambda: sg.spectral_embedding(K6, 0), ValueError, r"d_embed must be an int >= 1"),
+    ("spectral norm", lambda: sg.spectral_embedding(K6, 2, norm=0.0), ValueError, r"norm must be > 0"),
+    ("spectral zero kernel", lambda: sg.spectral_embedding(torch.zeros(3, 3), 2, norm=1.0), ValueError, r"no positive eigenvalue"),
     ("smooth window zero", lambda: metrics.smooth(STEPS.float(), 0), ValueError, r"window must be an int >= 1"),
     ("stair_time shapes", lambda: metrics.stair_time(STEPS, torch.ones(9)), ValueError, r"steps and curve must be 1-D of equal length"),
     ("stair_time 2-D", lambda: metrics.stair_time(STEPS[None], torch.ones(1, 10)), ValueError, r"steps and curve must be 1-D"),

@@ -184,3 +184,30 @@ def test_chapter5_checks_accept_right_and_explain_wrong_answers():
     assert ex.check_focus_position(lambda task: 1 if task.reverse else 0) is True
     with pytest.raises(ex.ExerciseFailed, match="saturation trap"):
         ex.check_focus_position(lambda task: 1)
+
+
+def test_chapter6_checks_accept_right_and_explain_wrong_answers():
+    from staircase_lib.signatures import spectral_embedding
+
+    ex = exercises
+    assert ex.check_signature_embedding(lambda kernel, d_embed, norm: spectral_embedding(kernel, d_embed, norm)) is True
+    with pytest.raises(ex.ExerciseFailed, match="ascending order"):
+        ex.check_signature_embedding(lambda kernel, d_embed, norm: (lambda w, U: U[:, :d_embed] * w[:d_embed].clamp_min(0).sqrt()
+                                                                    * norm / (U[:, :d_embed] * w[:d_embed].clamp_min(0).sqrt()).norm())(*torch.linalg.eigh(kernel)))
+    with pytest.raises(ex.ExerciseFailed, match="rescale"):
+        ex.check_signature_embedding(lambda kernel, d_embed, norm: spectral_embedding(kernel, d_embed))
+    with pytest.raises(ex.ExerciseFailed, match="square root of its eigenvalue"):
+        ex.check_signature_embedding(lambda kernel, d_embed, norm: torch.nn.functional.pad(
+            torch.linalg.eigh(kernel)[1].flip(1)[:, :3], (0, d_embed - 3)) * norm / 3**0.5)
+    assert ex.check_top_singular_values(lambda signature, reference, k: torch.linalg.svdvals(signature - reference)[:k]) is True
+    with pytest.raises(ex.ExerciseFailed, match="subtract the reference"):
+        ex.check_top_singular_values(lambda signature, reference, k: torch.linalg.svdvals(signature)[:k])
+    with pytest.raises(ex.ExerciseFailed, match="largest singular value first"):
+        ex.check_top_singular_values(lambda signature, reference, k: torch.linalg.svdvals(signature - reference)[:k].flip(0))
+    with pytest.raises(ex.ExerciseFailed, match="square roots"):
+        ex.check_top_singular_values(lambda signature, reference, k: torch.linalg.svdvals(signature - reference)[:k] ** 2)
+    assert ex.check_first_mapping(lambda gamma: "reasoning" if gamma >= 0.5 else "together") is True
+    with pytest.raises(ex.ExerciseFailed, match="gamma=0.25: got 'memorization'"):
+        ex.check_first_mapping(lambda gamma: "reasoning" if gamma >= 0.5 else "memorization")
+    with pytest.raises(ex.ExerciseFailed, match="answer 'reasoning', 'memorization' or 'together'"):
+        ex.check_first_mapping(lambda gamma: "rule")

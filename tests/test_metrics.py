@@ -222,3 +222,14 @@ def test_stair_times_for_several_curves():
     times = metrics.stair_times(steps, curves)
     assert times[0] == 550 and times[1] == 2050 and times[2] is None, f"expected [550, 2050, None], got {times}"
     assert metrics.stair_times(steps, list(curves.values())) == times
+
+
+def test_crossing_time_finds_the_first_step_past_a_level():
+    from staircase_lib.metrics import crossing_time
+
+    steps = torch.arange(0, 100, 10)
+    loss = torch.tensor([1.4, 1.38, 1.36, 1.35, 1.30, 1.27, 1.28, 1.25, 1.24, 1.24])
+    assert crossing_time(steps, loss, 1.31) == 40
+    assert crossing_time(steps, loss, 1.0) is None, "never reached"
+    assert crossing_time(steps, -loss, -1.31, below=False) == 40
+    assert crossing_time(steps, loss, torch.tensor(1.36)) == 20, "a 0-d tensor level works"

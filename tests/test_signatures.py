@@ -405,3 +405,29 @@ def test_results_use_the_default_dtype():
                    sg.cooccurrence(tokens, 4), sg.pure_signature(tokens, labels, [0, 1], 4, 2)):
         assert result.dtype == torch.get_default_dtype()
     assert math.isfinite(float(sg.signature_kernel(tokens, labels, 2, 4, 2).sum()))
+
+
+# ----- spectral embedding (Chapter 6) -------------------------------------------------------------------
+def test_spectral_embedding_reproduces_a_low_rank_kernel():
+    from staircase_lib.signatures import spectral_embedding
+    from staircase_lib.tasks import StaircaseTask
+
+    task = StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    kernel = task.kernel(0) + task.kernel(1)  # rank 6
+    embedding = spectral_embedding(kernel, 32)
+    assert embedding.shape == (64, 32)
+    torch.testing.assert_close(embedding @ embedding.T, kernel, atol=1e-5, rtol=1e-4)
+    assert torch.all(embedding[:, 6:] == 0), "columns beyond the kernel's rank are zero"
+    scaled = spectral_embedding(kernel, 32, norm=8.0)
+    assert float(scaled.norm()) == pytest.approx(8.0, rel=1e-5)
+    truncated = spectral_embedding(kernel, 3)
+    values = torch.linalg.eigvalsh(kernel.double()).flip(0)
+    assert float((truncated.double() ** 2).sum()) == pytest.approx(float(values[:3].sum()), rel=1e-5), "top 3 modes"
+
+
+def test_spectral_embedding_ignores_negative_eigenvalues():
+    from staircase_lib.signatures import spectral_embedding
+
+    kernel = torch.diag(torch.tensor([2.0, -1.0, 0.5]))
+    embedding = spectral_embedding(kernel, 3)
+    torch.testing.assert_close(embedding @ embedding.T, torch.diag(torch.tensor([2.0, 0.0, 0.5])), atol=1e-6, rtol=0)

@@ -220,3 +220,116 @@ def test_exact_kernels_are_mutually_orthogonal(task):
 def test_zero_strength_gives_a_zero_kernel():
     task = StaircaseTask(strengths=(0.0, 0.5, 0.5))
     assert torch.count_nonzero(task.kernel(0)) == 0, "with lambda_0 = 0 the order-0 stair disappears"
+
+
+# ----- loss levels of the staircase task ----------------------------------------------------------------
+def test_loss_levels_start_at_log_a_and_fall_to_the_bayes_loss():
+    task = StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    levels = task.loss_levels()
+    assert levels.shape == (4,)
+    assert levels[0] == pytest.approx(math.log(4), abs=1e-6), "knowing no rule, the best guess is uniform"
+    p, q = 0.15 + 0.85 / 4, 0.85 / 4
+    assert levels[1] == pytest.approx(-(p * math.log(p) + 3 * q * math.log(q)), abs=1e-6), "order-0 plateau"
+    assert torch.all(levels[1:] < levels[:-1]), f"each rule learned lowers the loss: {levels.tolist()}"
+
+
+def test_bayes_loss_level_matches_a_monte_carlo_estimate(big_sample):
+    task, batch = big_sample
+    table = task.conditional_label_distribution([0, 1, 2])
+    nll = -table[batch.tokens[:, 0], batch.tokens[:, 1], batch.tokens[:, 2], batch.labels].log().mean()
+    assert float(nll) == pytest.approx(float(task.loss_levels()[3]), abs=0.01)
+
+
+# ----- the anchor-function task -------------------------------------------------------------------------
+from staircase_lib import signatures  # noqa: E402
+from staircase_lib.tasks import AnchorTask  # noqa: E402
+
+
+def test_anchor_task_sizes_and_token_layout():
+    task = AnchorTask(n_keys=40, key_start=20, shifts=(5, 1, -2, -8))
+    assert (task.vocab_size, task.seq_len, task.n_anchors) == (44, 3, 4), "anchors 0..3, then 40 keys"
+    assert task.n_labels == 40 + 10 - (-16), "labels cover x + every pair sum of shifts (from -16 to +10)"
+    assert task.label_start == 20 - 16
+    assert task.key_tokens.tolist() == list(range(4, 44)) and task.key_values.tolist() == list(range(20, 60))
+    assert "memorized=0.0" in repr(task)
+
+
+def test_reasoning_labels_follow_the_composite_rule():
+    task = AnchorTask()
+    data = task.dataset()
+    shifts = torch.tensor(task.shifts)
+    value = task.key_values[data.tokens[:, 0] - 4] + shifts[data.tokens[:, 1]] + shifts[data.tokens[:, 2]]
+    assert torch.equal(data.labels + task.label_start, value), "label = x + shift(a1) + shift(a2)"
+    assert torch.equal(task.rule_labels(data.tokens), data.labels)
+
+
+def test_the_held_out_pair_never_appears_in_training():
+    task = AnchorTask(held_out=(2, 3), memorized=0.5)
+    data = task.dataset()
+    assert len(data) == 40 * 15, "every key with every anchor pair but the held-out one"
+    held = (data.tokens[:, 1] == 2) & (data.tokens[:, 2] == 3)
+    assert not held.any(), "the held-out pair is in the training set"
+    sample = task.sample(20_000, torch.Generator().manual_seed(0))
+    assert not ((sample.tokens[:, 1] == 2) & (sample.tokens[:, 2] == 3)).any(), "the held-out pair was sampled"
+    assert ((data.tokens[:, 1] == 3) & (data.tokens[:, 2] == 2)).any(), "only that ordered pair is held out"
+    test = task.held_out_batch()
+    assert torch.equal(test.tokens[:, 0], task.keys("reasoning")) and (test.tokens[:, 1:] == torch.tensor([2, 3])).all()
+    assert torch.equal(test.labels + task.label_start, task.key_values[test.tokens[:, 0] - 4] - 2 - 8)
+    assert len(AnchorTask(held_out=None).dataset()) == 40 * 16
+
+
+def test_memorization_gives_each_combination_one_fixed_random_label():
+    task = AnchorTask(memorized=0.5, seed=3)
+    assert len(task.keys("memorization")) == 20 and len(task.keys("reasoning")) == 20
+    assert not set(task.keys("memorization").tolist()) & set(task.keys("reasoning").tolist())
+    memorized = task.dataset("memorization")
+    assert set(memorized.tokens[:, 0].tolist()) == set(task.keys("memorization").tolist())
+    agree = (memorized.labels == task.rule_labels(memorized.tokens)).float().mean()
+    assert agree < 0.1, f"memorized labels should be random, {float(agree):.2f} follow the rule"
+    a, b = task.sample(5000, torch.Generator().manual_seed(1)), task.sample(5000, torch.Generator().manual_seed(2))
+    table = {tuple(t): int(y) for t, y in zip(a.tokens.tolist(), a.labels)}
+    assert all(table.get(tuple(t), int(y)) == int(y) for t, y in zip(b.tokens.tolist(), b.labels)), \
+        "the same combination must always get the same label"
+    assert torch.equal(AnchorTask(memorized=0.5, seed=3).dataset().labels, task.dataset().labels), "seeded"
+    assert not torch.equal(AnchorTask(memorized=0.5, seed=4).dataset().labels, task.dataset().labels)
+    assert len(AnchorTask(memorized=1.0).keys("reasoning")) == 0
+
+
+def test_anchor_samples_are_uniform_over_the_training_combinations():
+    task = AnchorTask(n_keys=10, memorized=0.3)
+    sample = task.sample(60_000, torch.Generator().manual_seed(5))
+    index = (sample.tokens[:, 0] * 4 + sample.tokens[:, 1]) * 4 + sample.tokens[:, 2]
+    counts = torch.bincount(index, minlength=14 * 16).double()
+    seen = counts[counts > 0]
+    assert len(seen) == 10 * 15, "every training combination is drawn"
+    expected = 60_000 / 150
+    assert (seen - expected).abs().max() < 5 * expected**0.5, "combinations are drawn uniformly"
+
+
+@pytest.mark.parametrize("memorized", [0.0, 0.5])
+def test_anchor_exact_signatures_match_counts(memorized):
+    task = AnchorTask(memorized=memorized)
+    sample = task.sample(200_000, torch.Generator().manual_seed(7))
+    for position in range(3):
+        exact = task.label_signature(position)
+        counted = signatures.label_signature(sample.tokens, sample.labels, position, task.vocab_size, task.n_labels)
+        assert torch.equal(torch.isnan(exact), torch.isnan(counted)), "NaN rows: tokens never at this position"
+        ok = ~torch.isnan(exact)
+        assert (exact[ok] - counted[ok]).abs().max() < 0.02, f"position {position}"
+    counted_pi = signatures.label_marginal(sample.labels, task.n_labels)
+    assert (task.label_marginal() - counted_pi).abs().max() < 0.005
+    pair = task.conditional_label_distribution([0, 1])
+    assert pair.shape == (44, 44, task.n_labels)
+    rows = pair[~torch.isnan(pair[..., 0])]
+    assert torch.allclose(rows.sum(-1), torch.ones(len(rows))), "rows are distributions"
+
+
+def test_a_reasoning_keys_signature_is_a_shifted_copy_of_its_neighbours():
+    task = AnchorTask(held_out=None)
+    psi = task.label_signature(0)
+    key = task.key_tokens[10]
+    sums = (torch.tensor(task.shifts)[:, None] + torch.tensor(task.shifts)[None, :]).flatten()
+    expected = torch.bincount(sums - sums.min(), minlength=27).double() / 16
+    start = int(task.key_values[10]) + int(sums.min()) - task.label_start
+    assert torch.allclose(psi[key].double()[start:start + 27], expected, atol=1e-6), "spikes at x + every pair sum"
+    assert torch.allclose(psi[key + 1][1:].double(), psi[key][:-1].double(), atol=1e-6), "key x+1: shifted by one"

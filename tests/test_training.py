@@ -217,3 +217,69 @@ def test_generic_loop_is_bit_reproducible_and_keeps_its_guards(task):
         _train_autograd(model, task, config(steps=5))
     history = _train_autograd(small_model(), InterruptingTask(stop_at=8), config(steps=100, record_every=2))
     assert history.interrupted and history.steps.tolist() == [0, 2, 4, 6]
+
+
+# ----- frozen and transplanted embeddings, probe batches ------------------------------------------------
+@pytest.mark.parametrize("how", ["model", "config"])
+@pytest.mark.parametrize("path", ["fast", "autograd"])
+def test_a_frozen_embedding_stays_bit_identical_while_the_rest_trains(task, how, path):
+    model = small_model(seed=4)
+    if how == "model":
+        assert model.freeze_embeddings() is model and model.embeddings_frozen
+    cfg = config(steps=30, freeze_embeddings=(how == "config"))
+    start = {name: p.detach().clone() for name, p in model.named_parameters()}
+    assert _uses_fast_path(model), "a frozen embedding is still a named parameter: the fast path applies"
+    history = train(model, task, cfg) if path == "fast" else _train_autograd(model, task, cfg)
+    assert model.embeddings_frozen, "training leaves the embedding frozen"
+    assert torch.equal(model.embedding.detach(), start["embedding"]), f"{path} path moved a frozen embedding"
+    assert all(torch.equal(e, start["embedding"]) for e in history.embeddings), "every snapshot is the frozen one"
+    for name in ("hidden.weight", "hidden.bias", "readout.weight", "readout.bias"):
+        assert not torch.equal(dict(model.named_parameters())[name].detach(), start[name]), f"{name} did not train"
+
+
+def test_the_fast_path_agrees_with_autograd_for_a_frozen_embedding(task):
+    a, b = small_model(seed=2).freeze_embeddings(), small_model(seed=2).freeze_embeddings()
+    fast, slow = train(a, task, config(steps=40)), _train_autograd(b, task, config(steps=40))
+    torch.testing.assert_close(fast.loss, slow.loss, rtol=1e-4, atol=1e-5)
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+
+
+def test_unfreezing_trains_the_embedding_again(task):
+    model = small_model().freeze_embeddings().freeze_embeddings(False)
+    start = model.embedding.detach().clone()
+    train(model, task, config(steps=5))
+    assert not torch.equal(model.embedding.detach(), start)
+
+
+def test_load_embeddings_transplants_a_matrix(task):
+    donor = small_model(seed=1)
+    train(donor, task, config(steps=20))
+    model = small_model(seed=9).load_embeddings(donor.embedding.detach())
+    assert torch.equal(model.embedding.detach(), donor.embedding.detach()) and not model.embeddings_frozen
+    assert not torch.equal(model.hidden.weight, donor.hidden.weight), "only the embedding is copied"
+    frozen = small_model(seed=9).load_embeddings(torch.ones(64, 8), freeze=True)
+    assert frozen.embeddings_frozen and torch.equal(frozen.embedding.detach(), torch.ones(64, 8))
+
+
+@pytest.mark.parametrize("path", ["fast", "autograd"])
+def test_probe_batches_are_recorded_at_every_mark(task, path):
+    probes = {"rule0": task.sample(128, torch.Generator().manual_seed(3)), "other": task.sample(64)}
+    model = small_model(seed=5)
+    run = train if path == "fast" else _train_autograd
+    history = run(model, task, config(steps=20, record_every=10), probes)
+    assert set(history.probes) == {"rule0", "other"}
+    for name, rec in history.probes.items():
+        assert rec["loss"].shape == (3,) and rec["accuracy"].shape == (3,), name
+    with torch.no_grad():
+        logits = model.logits(probes["rule0"].tokens)
+    final = torch.nn.functional.cross_entropy(logits, probes["rule0"].labels)
+    assert float(history.probes["rule0"]["loss"][-1]) == pytest.approx(float(final), rel=1e-4)
+    assert train(small_model(), task, config(steps=2)).probes == {}, "no probes, empty dict"
+
+
+def test_probes_agree_between_the_two_paths(task):
+    probes = {"p": task.sample(256, torch.Generator().manual_seed(8))}
+    fast = train(small_model(seed=6), task, config(steps=20), probes)
+    slow = _train_autograd(small_model(seed=6), task, config(steps=20), probes)
+    torch.testing.assert_close(fast.probes["p"]["loss"], slow.probes["p"]["loss"], rtol=1e-4, atol=1e-5)
