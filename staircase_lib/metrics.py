@@ -6,7 +6,8 @@ import torch
 from ._checks import check_finite_float, check_positive_int, check_square_matrix
 
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "smooth", "stair_time",
-           "stair_times", "attention_entropy", "crossing_time"]
+           "stair_times", "attention_entropy", "crossing_time", "rank_correlation", "principal_components",
+           "angular_coverage"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -189,3 +190,40 @@ def crossing_time(steps: torch.Tensor, curve: torch.Tensor, level: float, below:
         raise TypeError(f"below must be True or False, got {below!r}")
     hits = torch.nonzero(curve <= level if below else curve >= level)
     return int(steps[int(hits[0])]) if len(hits) else None
+
+
+def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Spearman rank correlation of two vectors Tensor[n] (ties get their average rank)."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError("a and b must be tensors of shape [n]")
+    if a.dim() != 1 or a.shape != b.shape or len(a) < 2:
+        raise ValueError(f"a and b must be 1-D of equal length >= 2, got {tuple(a.shape)} and {tuple(b.shape)}")
+    ra, rb = _ranks(_as_float(a)), _ranks(_as_float(b))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    return float((ra * rb).sum() / (ra.norm() * rb.norm()).clamp_min(1e-300))
+
+
+def principal_components(x: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores of the rows of ``x`` (Tensor[V, d]) on its top ``k`` principal axes, Tensor[V, k], and the
+    fraction of the variance each axis explains, Tensor[k]. Rows are centred first."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        raise ValueError(f"x must be a 2-D tensor [V, d], got {getattr(x, 'shape', type(x))}")
+    check_positive_int("k", k)
+    if k > min(x.shape):
+        raise ValueError(f"k must be at most min(V, d) = {min(x.shape)}, got {k}")
+    centred = _as_float(x) - _as_float(x).mean(0)
+    _, singular, axes = torch.linalg.svd(centred, full_matrices=False)
+    explained = singular**2 / (singular**2).sum().clamp_min(1e-300)
+    return centred @ axes[:k].T, explained[:k]
+
+
+def angular_coverage(points: torch.Tensor) -> float:
+    """How much of the circle points Tensor[V, 2] cover, seen from their centroid: ``2 pi`` minus the
+    largest angular gap between neighbours (radians). Near ``2 pi`` for a ring, at most about ``pi`` for a
+    line through the centroid's side."""
+    if not isinstance(points, torch.Tensor) or points.dim() != 2 or points.shape[1] != 2 or len(points) < 2:
+        raise ValueError(f"points must be a tensor [V, 2] with V >= 2, got {getattr(points, 'shape', type(points))}")
+    centred = _as_float(points) - _as_float(points).mean(0)
+    angles = torch.sort(torch.atan2(centred[:, 1], centred[:, 0])).values
+    gaps = torch.diff(angles, append=angles[:1] + 2 * torch.pi)
+    return float(2 * torch.pi - gaps.max())

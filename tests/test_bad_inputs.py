@@ -15,7 +15,7 @@ from staircase_lib import signatures as sg
 from staircase_lib.exercises import check_label_signature
 from staircase_lib import ensemble, theory
 from staircase_lib.models import AttentionModel, EmbLinear, EmbMLP
-from staircase_lib.tasks import AnchorTask, Batch, StaircaseTask
+from staircase_lib.tasks import AdditionTask, AnchorTask, Batch, StaircaseTask
 from staircase_lib.training import TrainConfig, train
 
 NAN, INF = math.nan, math.inf
@@ -122,6 +122,14 @@ BAD_INPUTS = [
     ("velocity terms", lambda: theory.predicted_embedding_velocity(AttentionModel(64, 3, 4), TASK, terms=("bias",)), ValueError, r"terms must be a non-empty subset"),
     ("deviation model", lambda: theory.attention_deviation(MODEL, TOKENS), TypeError, r"model must be an AttentionModel"),
     ("ensemble mixed models", lambda: ensemble.train_ensemble([MODEL, AttentionModel(64, 3, 4)], TASK, TrainConfig(steps=1)), ValueError, r"an ensemble needs one architecture"),
+    ("addition n_numbers one", lambda: AdditionTask(1), ValueError, r"n_numbers must be an int >= 2"),
+    ("addition operands one", lambda: AdditionTask(10, n_operands=1), ValueError, r"n_operands must be an int >= 2"),
+    ("addition modular string", lambda: AdditionTask(10, modular="yes"), TypeError, r"modular must be True or False"),
+    ("addition width too big", lambda: AdditionTask(10, operand_width=11), ValueError, r"operand_width must be at most n_numbers=10"),
+    ("addition positions", lambda: AdditionTask(10).conditional_label_distribution([2]), ValueError, r"positions must be ints in \[0, 1\]"),
+    ("rank_correlation lengths", lambda: metrics.rank_correlation(torch.ones(3), torch.ones(4)), ValueError, r"a and b must be 1-D of equal length"),
+    ("principal_components k", lambda: metrics.principal_components(X, k=5), ValueError, r"k must be at most min\(V, d\) = 3"),
+    ("angular_coverage shape", lambda: metrics.angular_coverage(X), ValueError, r"points must be a tensor \[V, 2\]"),
     # ----- training -----
     ("config steps zero", cfg(steps=0), ValueError, r"steps must be an int >= 1"),
     ("config lr zero", cfg(lr=0.0), ValueError, r"lr must be > 0"),

@@ -211,3 +211,26 @@ def test_chapter6_checks_accept_right_and_explain_wrong_answers():
         ex.check_first_mapping(lambda gamma: "reasoning" if gamma >= 0.5 else "memorization")
     with pytest.raises(ex.ExerciseFailed, match="answer 'reasoning', 'memorization' or 'together'"):
         ex.check_first_mapping(lambda gamma: "rule")
+
+
+def test_chapter7_checks_accept_right_and_explain_wrong_answers():
+    from staircase_lib.metrics import angular_coverage, gram_correlation
+
+    ex = exercises
+    assert ex.check_circulant_eigenvalues(lambda row: torch.fft.fft(row).real.sort(descending=True).values) is True
+    with pytest.raises(ex.ExerciseFailed, match="largest first"):
+        ex.check_circulant_eigenvalues(lambda row: torch.fft.fft(row).real.sort().values)
+    with pytest.raises(ex.ExerciseFailed, match="take .real"):
+        ex.check_circulant_eigenvalues(lambda row: torch.fft.fft(row))
+    assert ex.check_similarity_rank_correlation(
+        lambda e, k: gram_correlation(e, k, method="spearman", cosine=True)) is True
+    with pytest.raises(ex.ExerciseFailed, match="use cosines"):
+        ex.check_similarity_rank_correlation(lambda e, k: gram_correlation(e, k, method="spearman"))
+    assert ex.check_angle_coverage(angular_coverage) is True
+
+    def from_origin(points):  # forgets to centre the points
+        angles = torch.sort(torch.atan2(points[:, 1], points[:, 0])).values
+        return float(2 * torch.pi - torch.diff(angles, append=angles[:1] + 2 * torch.pi).max())
+
+    with pytest.raises(ex.ExerciseFailed, match="centroid"):
+        ex.check_angle_coverage(from_origin)

@@ -1,0 +1,7 @@
+"""Synthetic tasks with known structure: samples and exact probability signatures, one module per task."""
+from .addition import AdditionTask
+from .anchor import AnchorTask
+from .base import Batch
+from .staircase import StaircaseTask
+
+__all__ = ["Batch", "StaircaseTask", "AnchorTask", "AdditionTask"]

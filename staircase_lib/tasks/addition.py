@@ -1,0 +1,113 @@
+"""Composite addition (THEORY.md 6.3): number tokens whose signatures are shifted copies of each other."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from .._checks import check_positive_int
+from .base import Batch
+
+__all__ = ["AdditionTask"]
+
+
+class AdditionTask:
+    """Sequences of ``n_operands`` numbers labelled by their sum, or by the sum modulo ``n_numbers``.
+
+    Token ``v`` is the number ``v``. The first operand is uniform on ``[0, n_numbers)``, the others on
+    ``[0, operand_width)`` (default ``n_numbers``). Because ``P(y | x_0 = a)`` is one distribution shifted
+    by ``a``, the order-0 kernel depends only on ``a - a'``: Toeplitz for the integer sum, circulant for the
+    modular one (whose signatures are informative only when ``operand_width < n_numbers``: with uniform
+    operands on the whole circle every ``P(y | x_i)`` is uniform).
+    """
+
+    def __init__(self, n_numbers: int = 30, n_operands: int = 2, modular: bool = False,
+                 operand_width: int | None = None, seed: int = 0):
+        self.n_numbers = check_positive_int("n_numbers", n_numbers, minimum=2)
+        self.seq_len = check_positive_int("n_operands", n_operands, minimum=2)
+        if not isinstance(modular, bool):
+            raise TypeError(f"modular must be True or False, got {modular!r}")
+        self.modular = modular
+        width = n_numbers if operand_width is None else operand_width
+        self.operand_width = check_positive_int("operand_width", width, minimum=1)
+        if self.operand_width > n_numbers:
+            raise ValueError(f"operand_width must be at most n_numbers={n_numbers}, got {width}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self.seed = seed
+        self._generator = torch.Generator().manual_seed(seed)
+
+    def __repr__(self) -> str:
+        return (f"AdditionTask(n_numbers={self.n_numbers}, n_operands={self.seq_len}, modular={self.modular}, "
+                f"operand_width={self.operand_width}, seed={self.seed})")
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens: one per number."""
+        return self.n_numbers
+
+    @property
+    def n_labels(self) -> int:
+        """``n_numbers`` residues (modular), else every value the sum can take."""
+        if self.modular:
+            return self.n_numbers
+        return self.n_numbers + (self.seq_len - 1) * (self.operand_width - 1)
+
+    def rule_labels(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The label of each sequence: LongTensor[N]."""
+        total = tokens.sum(dim=-1)
+        return total % self.n_numbers if self.modular else total
+
+    def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
+        """Draw ``n`` sequences and their labels on the generator's device."""
+        check_positive_int("n", n)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        gen = self._generator if generator is None else generator
+        first = torch.randint(self.n_numbers, (n, 1), generator=gen, device=gen.device)
+        others = torch.randint(self.operand_width, (n, self.seq_len - 1), generator=gen, device=gen.device)
+        tokens = torch.cat((first, others), dim=1)
+        return Batch(tokens, self.rule_labels(tokens))
+
+    # ----- exact quantities -------------------------------------------------------------------
+    def _all_sequences(self) -> torch.Tensor:
+        ranges = [torch.arange(self.n_numbers)] + [torch.arange(self.operand_width)] * (self.seq_len - 1)
+        return torch.cartesian_prod(*ranges).reshape(-1, self.seq_len)
+
+    def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
+        """Exact ``P(y | x_B)``: Tensor[V, ..., V, C] (one V axis per position of ``B``); NaN where ``x_B``
+        never occurs. Computed by enumerating every sequence (all are equally likely)."""
+        positions = list(positions)
+        for p in positions:
+            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < self.seq_len:
+                raise ValueError(f"positions must be ints in [0, {self.seq_len - 1}], got {positions!r}")
+        if len(set(positions)) != len(positions):
+            raise ValueError(f"positions must be distinct, got {positions!r}")
+        tokens = self._all_sequences()
+        shape = [self.vocab_size] * len(positions) + [self.n_labels]
+        counts = torch.zeros(shape, dtype=torch.float64)
+        index = tuple(tokens[:, p] for p in positions) + (self.rule_labels(tokens),)
+        counts.index_put_(index, torch.ones(len(tokens), dtype=torch.float64), accumulate=True)
+        totals = counts.sum(-1, keepdim=True)
+        return (counts / totals).where(totals > 0, torch.tensor(float("nan"), dtype=torch.float64))
+
+    def label_signature(self, position: int) -> torch.Tensor:
+        """Exact order-0 signature ``P(y | x_i = v)``: Tensor[V, C] (NaN rows for numbers never at ``i``)."""
+        return self.conditional_label_distribution([position])
+
+    def label_marginal(self) -> torch.Tensor:
+        """Exact label marginal ``pi``: Tensor[C]."""
+        return self.conditional_label_distribution([])
+
+    def kernel(self, order: int = 0) -> torch.Tensor:
+        """Exact order-0 token kernel ``sum_i S^(i) S^(i)T`` of the frequency-weighted drives
+        ``S^(i)_v = P(x_i = v) (psi^(i)_v - pi)``: Tensor[V, V]. Only order 0 has a closed form here."""
+        if order != 0:
+            raise ValueError(f"order must be 0 (the addition task exposes the order-0 kernel), got {order!r}")
+        pi = self.label_marginal()
+        kernel = torch.zeros(self.vocab_size, self.vocab_size, dtype=torch.float64)
+        for i in range(self.seq_len):
+            width = self.n_numbers if i == 0 else self.operand_width
+            drive = torch.nan_to_num(self.label_signature(i) - pi, nan=0.0) / width
+            kernel += drive @ drive.T
+        return kernel.to(torch.get_default_dtype())

@@ -1,0 +1,190 @@
+"""The three-attribute staircase task (THEORY.md 1.6 and 6.1): samples and exact signatures."""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+import torch
+
+from .._checks import check_positive_int
+from .base import Batch
+
+__all__ = ["StaircaseTask"]
+
+
+def _check_strengths(strengths: Sequence[float], n_orders: int) -> tuple[float, ...]:
+    if isinstance(strengths, torch.Tensor):
+        strengths = strengths.tolist()
+    if not isinstance(strengths, (list, tuple)) or len(strengths) != n_orders:
+        raise ValueError(f"strengths must be a sequence of {n_orders} numbers (one per order), got {strengths!r}")
+    values = []
+    for k, s in enumerate(strengths):
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s < 0 or s > 1:
+            raise ValueError(f"strengths[{k}] must be a finite number in [0, 1], got {s!r}")
+        values.append(float(s))
+    if sum(values) > 1 + 1e-9:
+        raise ValueError(f"strengths must sum to at most 1 (the rest is label noise), got sum {sum(values):.4g}")
+    return tuple(values)
+
+
+class StaircaseTask:
+    """The three-attribute staircase task (THEORY.md 1.6 and 6.1).
+
+    Token ``v`` in ``[0, a**3)`` carries three attributes ``g = v // a**2``, ``h = (v // a) % a`` and
+    ``m = v % a``. A sequence is ``L = 3`` i.i.d. uniform tokens. The label (``C = a`` classes) follows
+    rule ``k`` with probability ``strengths[k]`` and is uniform noise otherwise:
+
+    * order 0: ``y = g(x_0)`` (context-free);
+    * order 1: ``y = (h(x_0) + h(x_1)) mod a`` (one context token);
+    * order 2: ``y = (m(x_0) + m(x_1) + m(x_2)) mod a`` (two context tokens).
+
+    Positions are 0-based in code (THEORY.md counts from 1). With ``reverse=True`` every rule reads the
+    sequence from the other end (order 0 acts on ``x_2``, order 1 on ``(x_2, x_1)``), which puts the
+    order-0 token at the readout position of a last-position attention model (THEORY.md 4.2).
+    """
+
+    seq_len = 3
+    n_orders = 3
+
+    def __init__(self, strengths: Sequence[float] = (0.15, 0.25, 0.55), attribute_size: int = 4, seed: int = 0,
+                 reverse: bool = False):
+        self.strengths = _check_strengths(strengths, self.n_orders)
+        if not isinstance(reverse, bool):
+            raise TypeError(f"reverse must be True or False, got {reverse!r}")
+        self.reverse = reverse
+        self.attribute_size = check_positive_int("attribute_size", attribute_size, minimum=2)
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self.seed = seed
+        self._generator = torch.Generator().manual_seed(seed)
+        self._cumulative: dict[str, torch.Tensor] = {}  # cumulative strengths per device, built once
+
+    def __repr__(self) -> str:
+        return (f"StaircaseTask(strengths={self.strengths}, attribute_size={self.attribute_size}, seed={self.seed}"
+                + (", reverse=True)" if self.reverse else ")"))
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of distinct tokens ``V = a**3``."""
+        return self.attribute_size**3
+
+    @property
+    def n_labels(self) -> int:
+        """Number of labels ``C = a``."""
+        return self.attribute_size
+
+    @property
+    def noise(self) -> float:
+        """Probability that the label is uniform noise."""
+        return max(0.0, 1.0 - sum(self.strengths))
+
+    def attributes(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Attributes ``(g, h, m)`` of each token: LongTensor[..., 3]."""
+        a = self.attribute_size
+        return torch.stack((tokens // (a * a), (tokens // a) % a, tokens % a), dim=-1)
+
+    def attribute(self, order: int) -> torch.Tensor:
+        """The attribute that order ``order`` acts on, for every token: LongTensor[V]."""
+        self._check_order(order)
+        return self.attributes(torch.arange(self.vocab_size))[:, order]
+
+    def rule_labels(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The deterministic label of each rule: LongTensor[N, 3] (column k is rule k)."""
+        attrs = self.attributes(tokens.flip(-1) if self.reverse else tokens)
+        a = self.attribute_size
+        order0 = attrs[:, 0, 0]
+        order1 = (attrs[:, 0, 1] + attrs[:, 1, 1]) % a
+        order2 = attrs[:, :, 2].sum(dim=1) % a
+        return torch.stack((order0, order1, order2), dim=1)
+
+    def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
+        """Draw ``n`` fresh sequences and labels on the generator's device."""
+        check_positive_int("n", n)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        gen = self._generator if generator is None else generator
+        device = gen.device
+        tokens = torch.randint(self.vocab_size, (n, self.seq_len), generator=gen, device=device)
+        cumulative = self._cumulative_strengths(device)
+        rule = torch.bucketize(torch.rand(n, generator=gen, device=device), cumulative, right=True)
+        noise_labels = torch.randint(self.n_labels, (n,), generator=gen, device=device)
+        candidates = torch.cat((self.rule_labels(tokens), noise_labels[:, None]), dim=1)
+        labels = candidates.gather(1, rule[:, None]).squeeze(1)
+        return Batch(tokens, labels)
+
+    def _cumulative_strengths(self, device: torch.device) -> torch.Tensor:
+        key = str(device)
+        if key not in self._cumulative:
+            self._cumulative[key] = torch.tensor(list(itertools.accumulate(self.strengths)), device=device)
+        return self._cumulative[key]
+
+    # ----- exact quantities -------------------------------------------------------------------
+    def label_marginal(self) -> torch.Tensor:
+        """Exact label marginal ``pi``: Tensor[C] (uniform for this task)."""
+        return torch.full((self.n_labels,), 1.0 / self.n_labels)
+
+    def loss_levels(self) -> torch.Tensor:
+        """Exact cross-entropy (nats) of the model that knows the rules of orders ``< k``: Tensor[4].
+
+        Entry ``k`` is the loss of the plateau before stair ``k`` (``k = 0``: the label marginal, ``log a``;
+        ``k = 3``: the Bayes loss). The rule labels of a sequence are i.i.d. uniform, so the expectation is a
+        sum over the ``a**3`` combinations of rule labels.
+        """
+        a, lam = self.attribute_size, torch.tensor(self.strengths, dtype=torch.float64)
+        rules = torch.cartesian_prod(*[torch.arange(a)] * self.n_orders).reshape(-1, self.n_orders)  # [a^3, 3]
+        onehot = torch.nn.functional.one_hot(rules, a).double()  # [a^3, 3, a]
+        truth = (lam[None, :, None] * onehot).sum(1) + (1 - lam.sum()) / a  # P(y | rules)
+        levels = []
+        for k in range(self.n_orders + 1):
+            known = lam[:k].sum()
+            predicted = (lam[None, :k, None] * onehot[:, :k]).sum(1) + (1 - known) / a
+            levels.append(float(-(truth * predicted.log()).sum(1).mean()))
+        return torch.tensor(levels, dtype=torch.get_default_dtype())
+
+    def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
+        """Exact ``P(y | x_B)`` for the positions ``B``: Tensor[V, ..., V, C] (one V axis per position)."""
+        positions = self._check_positions(positions)
+        if self.reverse:  # the rules of the reversed task read position p where the forward task reads L-1-p
+            positions = [self.seq_len - 1 - p for p in positions]
+        V, C, a = self.vocab_size, self.n_labels, self.attribute_size
+        grids = torch.meshgrid(*[torch.arange(V)] * len(positions), indexing="ij") if positions else []
+        shape = [V] * len(positions)
+        uniform = torch.full(shape + [C], 1.0 / C)
+        out = self.noise * uniform
+        for order, strength in enumerate(self.strengths):
+            needed = range(order + 1)
+            if all(p in positions for p in needed):
+                attrs = [self.attributes(grids[positions.index(p)])[..., order] for p in needed]
+                label = attrs[0] if order == 0 else torch.stack(attrs).sum(0) % a
+                out = out + strength * torch.nn.functional.one_hot(label, C).to(out.dtype)
+            else:
+                out = out + strength * uniform
+        return out
+
+    def label_signature(self, position: int) -> torch.Tensor:
+        """Exact order-0 signature ``psi^(i)_v(y) = P(y | x_i = v)``: Tensor[V, C]."""
+        return self.conditional_label_distribution([position])
+
+    def kernel(self, order: int) -> torch.Tensor:
+        """Exact pure order-k token kernel ``K^(k)`` (THEORY.md 1.10, closed form of 1.6): Tensor[V, V].
+
+        ``K^(k)_{vv'} = (k+1)! * strengths[k]**2 * (1[attr_k(v) = attr_k(v')] - 1/a)``.
+        """
+        self._check_order(order)
+        attr = self.attribute(order)
+        same = (attr[:, None] == attr[None, :]).to(torch.get_default_dtype())
+        return math.factorial(order + 1) * self.strengths[order] ** 2 * (same - 1.0 / self.attribute_size)
+
+    def _check_order(self, order: int) -> None:
+        if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < self.n_orders:
+            raise ValueError(f"order must be an int in [0, {self.n_orders - 1}], got {order!r}")
+
+    def _check_positions(self, positions: Sequence[int]) -> list[int]:
+        positions = list(positions)
+        for p in positions:
+            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < self.seq_len:
+                raise ValueError(f"positions must be ints in [0, {self.seq_len - 1}], got {positions!r}")
+        if len(set(positions)) != len(positions):
+            raise ValueError(f"positions must be distinct, got {positions!r}")
+        return positions
