@@ -1,0 +1,93 @@
+"""Checks for the exercises of Chapter 1 (Probability signatures)."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from ._core import _compare, _exercise, _fail
+
+__all__ = ["check_label_signature", "check_pair_residual", "check_addition_kernel"]
+
+
+def _ref_label_signature(tokens, labels, position, n_tokens, n_labels):
+    counts = torch.zeros(n_tokens, n_labels, dtype=torch.float64)
+    counts.index_put_((tokens[:, position], labels), torch.ones(len(labels), dtype=torch.float64), accumulate=True)
+    totals = counts.sum(1, keepdim=True)
+    return torch.where(totals > 0, counts / totals.clamp_min(1), torch.full_like(counts, float("nan")))
+
+
+@_exercise("ex-1.1", "Count an order-0 signature", function="label_signature", difficulty=1, minutes=15)
+def check_label_signature(label_signature: Callable) -> None:
+    """Check ``label_signature(tokens, labels, position, n_tokens, n_labels) -> Tensor[V, C]``."""
+    gen = torch.Generator().manual_seed(11)
+    cases = [(6, 3, 2, 40), (10, 4, 3, 500), (5, 2, 1, 7)]
+    for n_tokens, n_labels, seq_len, n in cases:
+        tokens = torch.randint(n_tokens - 1, (n, seq_len), generator=gen)  # the last token never occurs
+        labels = torch.randint(n_labels, (n,), generator=gen)
+        for position in range(seq_len):
+            got = label_signature(tokens, labels, position, n_tokens, n_labels)
+            expected = _ref_label_signature(tokens, labels, position, n_tokens, n_labels)
+            what = f"case V={n_tokens}, C={n_labels}, N={n}, position={position}"
+            if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+                seen = ~torch.isnan(expected[:, 0])
+                sums = got.double()[seen].sum(1)
+                if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+                    _fail("ex-1.1", f"{what}: rows must sum to 1 (they are distributions over labels); "
+                                    f"row sums are {sums[:4].tolist()}...")
+            _compare("ex-1.1", got, expected, what)
+
+
+def _ref_pair_residual(phi_pair, psi_i, psi_j, pi):
+    return phi_pair - psi_i[:, None, :] - psi_j[None, :, :] + pi[None, None, :]
+
+
+@_exercise("ex-1.2", "The pure order-1 part", function="pair_residual", difficulty=2, minutes=20)
+def check_pair_residual(pair_residual: Callable) -> None:
+    """Check ``pair_residual(phi_pair [V, V, C], psi_i [V, C], psi_j [V, C], pi [C]) -> Tensor[V, V, C]``."""
+    gen = torch.Generator().manual_seed(12)
+    n_tokens, n_labels = 5, 3
+    # an additive-in-probability task has no pure pair part
+    base = torch.softmax(torch.randn(n_labels, generator=gen), 0)
+    a = 0.2 * (torch.softmax(torch.randn(n_tokens, n_labels, generator=gen), 1) - base)
+    b = 0.2 * (torch.softmax(torch.randn(n_tokens, n_labels, generator=gen), 1) - base)
+    phi = base + a[:, None, :] + b[None, :, :]
+    got = pair_residual(phi, base + a, base + b, base)
+    _compare("ex-1.2", got, torch.zeros(n_tokens, n_tokens, n_labels),
+             "additive task P(y|v,w) = pi + a_v + b_w (the pure part must vanish)")
+    # the worked example of the three-attribute task
+    from ..tasks import StaircaseTask
+    task = StaircaseTask(strengths=(0.2, 0.3, 0.4), attribute_size=2)
+    phi = task.conditional_label_distribution([0, 1])
+    got = pair_residual(phi, task.label_signature(0), task.label_signature(1), task.label_marginal())
+    h = task.attribute(1)
+    expected = 0.3 * (torch.nn.functional.one_hot((h[:, None] + h[None, :]) % 2, 2).double() - 0.5)
+    _compare("ex-1.2", got, expected, "three-attribute task, positions (0, 1): expected lambda_1 (delta - u)")
+    # a generic case
+    phi = torch.softmax(torch.randn(n_tokens, n_tokens, n_labels, generator=gen), -1)
+    psi_i, psi_j = phi.mean(1), phi.mean(0)
+    _compare("ex-1.2", pair_residual(phi, psi_i, psi_j, psi_i.mean(0)),
+             _ref_pair_residual(phi, psi_i, psi_j, psi_i.mean(0)), "random joint table (check the signs of the four terms)")
+
+
+def _ref_addition_kernel(n):
+    psi = torch.zeros(n, 2 * n - 1, dtype=torch.float64)
+    for a in range(n):
+        psi[a, a:a + n] = 1.0 / n
+    centred = psi - psi.mean(0)
+    return centred @ centred.T
+
+
+@_exercise("ex-1.3", "The order-0 kernel of addition", function="addition_kernel", difficulty=2, minutes=20)
+def check_addition_kernel(addition_kernel: Callable) -> None:
+    """Check ``addition_kernel(n) -> Tensor[n, n]``: K^(0) of the first operand for y = a + b, a, b uniform."""
+    for n in (3, 5, 8):
+        got = addition_kernel(n)
+        expected = _ref_addition_kernel(n)
+        if isinstance(got, torch.Tensor) and got.shape == (n, n) and not torch.allclose(got.double(), got.double().T):
+            _fail("ex-1.3", f"n={n}: a kernel must be symmetric")
+        if isinstance(got, torch.Tensor) and got.shape == (n, n) and not torch.allclose(
+                got.double().sum(0), torch.zeros(n, dtype=torch.float64), atol=1e-6):
+            _fail("ex-1.3", f"n={n}: every column of K should sum to 0 - did you centre the signatures with "
+                            "the label marginal pi?")
+        _compare("ex-1.3", got, expected, f"n={n}", atol=1e-6)

@@ -1,0 +1,83 @@
+"""Checks for the exercises of Chapter 2 (Stage-wise learning)."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+from ._core import _compare, _exercise, _fail
+
+__all__ = ["check_mode_strength", "check_half_time", "check_learning_order"]
+
+
+@_exercise("ex-2.1", "The closed-form mode strength", function="mode_strength", difficulty=1, minutes=15)
+def check_mode_strength(mode_strength: Callable) -> None:
+    """Check ``mode_strength(s, u0, t) -> Tensor``: the solution of du/dt = 2u(s - u), u(0) = u0 (broadcasting)."""
+    from ..theory import mode_trajectory
+
+    s = torch.tensor([[3.0], [2.0], [1.0], [0.5]], dtype=torch.float64)
+    times = torch.linspace(0, 8, 41, dtype=torch.float64)
+    for u0 in (1e-3, 0.2):
+        got = mode_strength(s, u0, times[None, :])
+        expected = mode_trajectory(s.flatten(), u0, times)  # RK4 integration of the ODE
+        what = f"s = (3, 2, 1, 0.5) as a [4, 1] tensor, u0 = {u0}, t = 41 times in [0, 8] as a [1, 41] tensor"
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.isfinite(got).all():
+            if not torch.allclose(got.double()[:, 0], torch.full((4,), u0, dtype=torch.float64), rtol=1e-6):
+                _fail("ex-2.1", f"{what}: u(0) must equal u0, got {got[:, 0].tolist()}")
+            if torch.allclose(got.double(), mode_trajectory(s.flatten(), u0, 2 * times), atol=1e-4):
+                _fail("ex-2.1", f"{what}: your curves rise twice too fast - the growth rate is 2s, so at time t the "
+                                "exponent is 2st (did you use t where the formula has t/2?)")
+        _compare("ex-2.1", got, expected, what, atol=1e-4)
+    late = torch.tensor([0.0, 10.0, 100.0, 1000.0], dtype=torch.float64)
+    got = mode_strength(3.0, 1e-3, late)
+    if isinstance(got, torch.Tensor) and not torch.isfinite(got).all():
+        _fail("ex-2.1", f"s = 3, u0 = 1e-3 at t = {late.tolist()} gives {got.tolist()}: e^(2st) overflows for large st. "
+                        "Divide numerator and denominator by e^(2st) so that only e^(-2st) appears")
+    _compare("ex-2.1", got, torch.tensor([1e-3, 3.0, 3.0, 3.0], dtype=torch.float64),
+             f"s = 3, u0 = 1e-3 at t = {late.tolist()} (the mode must saturate at s)", atol=1e-4)
+
+
+@_exercise("ex-2.2", "Predict the half-rise time", function="half_time", difficulty=1, minutes=10)
+def check_half_time(half_time: Callable) -> None:
+    """Check ``half_time(s, u0) -> float``: the time at which the two-factor mode reaches s/2 (5% tolerance)."""
+    from ..theory import mode_trajectory
+
+    for s, u0 in ((3.0, 1e-3), (1.0, 1e-6), (2.0, 0.5), (0.5, 0.1), (1.5, 1e-2)):
+        got = half_time(s, u0)
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            _fail("ex-2.2", f"s={s}, u0={u0}: expected a number, got {type(got).__name__}")
+        expected = math.log(s / u0 - 1) / (2 * s)
+        if abs(got - expected) <= 0.05 * abs(expected):
+            continue
+        reached = float(mode_trajectory(s, u0, [got]).flatten()[0]) / s if got > 0 else u0 / s
+        hint = f"at your time the mode is at {reached:.1%} of s, not 50%"
+        if abs(got - math.log(s / u0) / (2 * s)) < 1e-3 * abs(expected):
+            hint = "log(s/u0)/(2s) is only the small-u0 approximation - solve u(t) = s/2 exactly (keep the -1)"
+        elif abs(got - 2 * expected) < 1e-3 * abs(expected) or abs(got - expected / 2) < 1e-3 * abs(expected):
+            hint += " - your answer is off by a factor of 2; the growth rate of u is 2s"
+        _fail("ex-2.2", f"s={s}, u0={u0}: expected t_half = {expected:.4f}, got {got:.4f} ({hint})")
+
+
+@_exercise("ex-2.3", "Strong modes first", function="learning_order", difficulty=2, minutes=20)
+def check_learning_order(learning_order: Callable) -> None:
+    """Check ``learning_order(singular_values, u0) -> list[int]``: mode indices in the order they reach s/2."""
+    cases = [((3.0, 2.0, 1.0), 1e-3), ((1.0, 3.0, 2.0), 1e-3), ((0.8, 2.5, 1.6, 3.2), 1e-4)]
+    for values, u0 in cases:
+        got = learning_order(values, u0)
+        try:
+            got = [int(i) for i in (got.tolist() if isinstance(got, torch.Tensor) else got)]
+        except (TypeError, ValueError):
+            _fail("ex-2.3", f"singular values {values}: expected a list of mode indices, got {got!r}")
+        expected = sorted(range(len(values)), key=lambda k: -values[k])
+        if sorted(got) != list(range(len(values))):
+            _fail("ex-2.3", f"singular values {values}: expected each index 0..{len(values) - 1} once, got {got} "
+                            "(return indices of modes, not their singular values or times)")
+        if got == expected[::-1]:
+            _fail("ex-2.3", f"singular values {values}: got {got}, the reverse of the right order - the first mode "
+                            "to reach half strength should come first")
+        if got != expected:
+            _fail("ex-2.3", f"singular values {values}, u0={u0}: expected the order {expected}, got {got} - did every "
+                            "mode reach half strength within your simulated time?")

@@ -1,0 +1,68 @@
+"""Checks for the exercises of Chapter 4 (The Context Staircase)."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+from ._core import _exercise, _fail
+
+__all__ = ["check_half_rise_time", "check_surviving_stairs", "check_plateau_loss"]
+
+
+@_exercise("ex-4.1", "Detect a stair", function="half_rise_time", difficulty=1, minutes=15)
+def check_half_rise_time(half_rise_time: Callable) -> None:
+    """Check ``half_rise_time(steps LongTensor[T], curve Tensor[T]) -> int | None`` on synthetic curves."""
+    steps = torch.arange(0, 10_001, 50)
+    for centre, width, low, high in ((2000, 200.0, 0.1, 0.9), (6500, 500.0, 0.3, 0.7), (300, 50.0, 0.0, 0.5)):
+        curve = low + (high - low) * torch.sigmoid((steps.double() - centre) / width)
+        got = half_rise_time(steps, curve)
+        if got is None or abs(int(got) - centre) > 50:
+            _fail("ex-4.1", f"a sigmoid from {low} to {high} centred at step {centre} should give about {centre}, got {got}"
+                            " - the threshold is halfway between the minimum before the peak and the peak")
+    peak = torch.exp(-((steps.double() - 3000) / 400) ** 2)
+    bump = torch.where(steps < 3000, 0.3 + 0.5 * peak, 0.8 * peak)  # rises from 0.3 to 0.8, then falls to 0
+    got = half_rise_time(steps, bump)
+    if got is None or not 2600 <= int(got) <= 2800:
+        _fail("ex-4.1", f"a curve that rises from 0.3 to 0.8 (peak at 3000) and then falls to 0 should give its rise time "
+                        f"near 2670, got {got} - look for the minimum only before the peak")
+    flat = 0.3 + 0.01 * torch.sin(steps.double())
+    got = half_rise_time(steps, flat)
+    if got is not None:
+        _fail("ex-4.1", f"a curve that never rises by 0.1 has no stair (return None), got {got}")
+
+
+@_exercise("ex-4.2", "Which stairs survive?", function="surviving_stairs", difficulty=2, minutes=15)
+def check_surviving_stairs(surviving_stairs: Callable) -> None:
+    """Check ``surviving_stairs(activation) -> tuple of orders`` against degree counting."""
+    expected = {"identity": (0,), "gelu": (0, 1, 2), "tanh": (0, 1, 2), "quadratic": (0, 1)}
+    hints = {"identity": "a linear activation has no derivative beyond the first: no interaction term exists",
+             "tanh": "tanh has sigma''(0) = 0, but sigma'''(0) = -2 couples pairs and triples together",
+             "quadratic": "a + a^2/2 makes the logits a degree-2 polynomial of the tokens: pairs, but never a pure triple",
+             "gelu": "sigma''(0) is not zero"}
+    for activation, answer in expected.items():
+        got = surviving_stairs(activation)
+        if tuple(sorted(got or ())) != answer:
+            _fail("ex-4.2", f"{activation}: got {got}. Hint: {hints[activation]}")
+
+
+def _ref_plateau_loss(strength, attribute_size):
+    p_true = strength + (1 - strength) / attribute_size
+    p_other = (1 - strength) / attribute_size
+    return -(p_true * math.log(p_true) + (attribute_size - 1) * p_other * math.log(p_other)) if p_other > 0 else 0.0
+
+
+@_exercise("ex-4.3", "The loss of the first plateau", function="plateau_loss", difficulty=2, minutes=20)
+def check_plateau_loss(plateau_loss: Callable) -> None:
+    """Check ``plateau_loss(strength, attribute_size) -> float``: cross-entropy of the order-0 model."""
+    for strength, size in ((0.15, 4), (0.4, 4), (0.3, 8), (0.0, 4)):
+        got = plateau_loss(strength, size)
+        expected = _ref_plateau_loss(strength, size)
+        if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
+            _fail("ex-4.3", f"return one number (the loss in nats), got {type(got).__name__}")
+        if abs(float(got) - expected) > 1e-6:
+            hint = ("with strength 0 the order-0 model predicts the uniform distribution: log(a) nats"
+                    if strength == 0 else "the model predicts P(y | x_0) = lambda_0 delta_g + (1 - lambda_0) u; "
+                    "its cross-entropy with the true labels is the entropy of that distribution (natural log)")
+            _fail("ex-4.3", f"strength={strength}, attribute_size={size}: got {float(got):.5f}. Hint: {hint}")
