@@ -143,7 +143,7 @@ class _Streams:
         a = getattr(t0, "attribute_size", 0)
         if self.device.type != "cpu" or any(type(t) is not StaircaseTask for t in self.tasks) or a & (a - 1):
             return False
-        if any(t.attribute_size != a for t in self.tasks):
+        if any(t.attribute_size != a or t.reverse != t0.reverse for t in self.tasks):
             return False
         self.bits = a.bit_length() - 1
         # u >= c for u = x * 2**-24 (x the 24 low bits, c a float32 bound) <=> x >= ceil(c * 2**24)
@@ -169,6 +169,8 @@ class _Streams:
         x = raw[..., n * L: n * (L + 1)].bitwise_and(0xFFFFFF)  # torch.rand's 24 bits
         labels = raw[..., n * (L + 1):].bitwise_and((1 << b) - 1)  # noise label
         t0, t1, t2 = tokens.unbind(-1)  # token v has attributes (v >> 2b, (v >> b) % a, v % a)
+        if self.tasks[0].reverse:  # the rules read the sequence from the other end
+            t0, t2 = t2, t0
         rules = (t0 >> (2 * b), ((t0 >> b) + (t1 >> b)).bitwise_and_((1 << b) - 1),
                  (t0 + t1 + t2).bitwise_and_((1 << b) - 1))
         bounds = self.bounds[first: first + len(gens)]

@@ -144,3 +144,14 @@ def test_bad_inputs_raise_with_the_argument_name():
         train_ensemble(good, TASK, config, seeds=[1, -2])
     with pytest.raises(TypeError, match="config"):
         train_ensemble(good, TASK, {"steps": 10})
+
+
+def test_reversed_tasks_use_the_fast_data_path_and_match_task_sample():
+    from staircase_lib.ensemble import _Streams
+
+    task = StaircaseTask(strengths=(0.2, 0.4, 0.3), reverse=True)
+    streams = _Streams([task, task], [3, 4], 64, 2, torch.device("cpu"), lambda tokens, labels: (tokens, labels))
+    assert streams.fast, "a reversed StaircaseTask should be drawn in chunks"
+    tokens, labels = streams.next()
+    expected = task.sample(64, torch.Generator().manual_seed(3))
+    assert torch.equal(tokens[0].long(), expected.tokens) and torch.equal(labels[0].long(), expected.labels)
