@@ -145,6 +145,10 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig) -> Histor
     Raises ``FloatingPointError`` if the loss becomes NaN or infinite; on ``KeyboardInterrupt`` the
     history recorded so far is returned with ``interrupted=True``.
 
+    Next-token models (:class:`~staircase_lib.models.TinyGPT` on a
+    :class:`~staircase_lib.corpus.NextTokenSequences` task: logits Tensor[N, L, V], labels LongTensor[N, L])
+    average the loss and accuracy over every position.
+
     An :class:`~staircase_lib.models.EmbMLP` trains on the fast batched path (a one-member
     :func:`~staircase_lib.ensemble.train_ensemble`), other models on the generic autograd loop; both
     see the same data and agree up to float rounding, and each is bit-reproducible run to run. Torch
@@ -170,6 +174,14 @@ def _check_train_args(model, task, config) -> None:
         if getattr(task, name, None) != getattr(model, name, None):
             raise ValueError(f"task.{name}={getattr(task, name, None)} does not match model.{name}="
                              f"{getattr(model, name, None)}")
+
+
+def _loss(loss_fn: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy; next-token models (logits Tensor[N, L, V], labels LongTensor[N, L]) average
+    over every position."""
+    if logits.dim() == 3:
+        return loss_fn(logits.flatten(0, 1), labels.flatten())
+    return loss_fn(logits, labels)
 
 
 def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig) -> History:
@@ -199,7 +211,7 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
         nonlocal recorded
         with torch.no_grad():
             logits = model.logits(eval_batch.tokens)
-            loss_rec[recorded] = loss_fn(logits, eval_batch.labels)
+            loss_rec[recorded] = _loss(loss_fn, logits, eval_batch.labels)
             acc_rec[recorded] = (logits.argmax(-1) == eval_batch.labels).float().mean()
             emb_rec[recorded] = model.embedding.detach()
             if snapshot is not None:
@@ -228,7 +240,7 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig)
             if step == config.steps:
                 break
             batch = task.sample(config.batch_size, data_gen)
-            loss = loss_fn(model.logits(batch.tokens), batch.labels)
+            loss = _loss(loss_fn, model.logits(batch.tokens), batch.labels)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
