@@ -4,12 +4,13 @@ Data flow: ``tasks`` -> ``signatures`` -> ``models``/``training`` -> ``metrics``
 """
 __version__ = "0.1.0"
 
-from . import cache, ensemble, exercises, metrics, models, plotting, signatures, tasks, theory, training, widgets  # noqa: E402
+from . import cache, corpus, ensemble, exercises, metrics, models, plotting, signatures, tasks, theory, training, widgets  # noqa: E402
 from .runtime import resolve_device, setup  # noqa: E402
 
 __all__ = [
     "__version__",
     "cache",
+    "corpus",
     "ensemble",
     "exercises",
     "metrics",

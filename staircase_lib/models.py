@@ -10,7 +10,7 @@ from torch import nn
 from ._checks import check_choice, check_finite_float, check_positive_int, check_tokens
 
 __all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "EmbMLP", "EmbLinear",
-           "AttentionModel"]
+           "AttentionModel", "TinyGPT"]
 
 
 def _quadratic(a: torch.Tensor) -> torch.Tensor:
@@ -315,3 +315,115 @@ def parameter_count(model: nn.Module) -> int:
     """Number of trainable parameters."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
+
+
+# ----- Chapter 8: the tiny GPT ---------------------------------------------------------------------
+class TinyGPT(_TokenModel):
+    """Causal transformer language model (THEORY.md 2.2 and 4.4): ``h_i = e_{x_i} + p_i``, ``n_layers``
+    blocks of causal ``n_heads``-head self-attention with residual (each with an optional MLP), optional
+    LayerNorm (off by default: the small-init theory does not cover it), and next-token logits
+    ``W_U u_i + b`` at every position; with ``tied=True`` the unembedding is the embedding (``W_U = E``).
+
+    Every weight, the embeddings and the positions follow the gamma convention (std ``fan_in ** -gamma``).
+    ``forward(tokens: LongTensor[N, L], return_attention=False) -> Tensor[N, L, V]`` for any
+    ``1 <= L <= seq_len``, or with ``return_attention=True`` also Tensor[N, n_layers, n_heads, L, L].
+    """
+
+    causal = True
+    readout_mode = "all"
+
+    def __init__(self, vocab_size: int, seq_len: int, d_embed: int = 32, n_layers: int = 1, n_heads: int = 1,
+                 mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu", layer_norm: bool = False,
+                 tied: bool = False, gamma: float = 1.0, seed: int = 0):
+        super().__init__(vocab_size, seq_len, vocab_size, d_embed, gamma, seed)
+        check_positive_int("n_layers", n_layers)
+        check_positive_int("n_heads", n_heads)
+        if d_embed % n_heads:
+            raise ValueError(f"d_embed={d_embed} must be divisible by n_heads={n_heads}")
+        for name, flag in (("mlp", mlp), ("layer_norm", layer_norm), ("tied", tied)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
+        if d_hidden is not None:
+            check_positive_int("d_hidden", d_hidden)
+        self.activation = check_choice("activation", activation, list(ACTIVATIONS))
+        self.n_layers, self.n_heads, self.layer_norm, self.tied = n_layers, n_heads, layer_norm, tied
+        self.d_hidden = (d_hidden or 4 * d_embed) if mlp else None
+        self.positions = nn.Parameter(self._normal(seq_len, d_embed, fan_in=d_embed))
+        self.blocks = nn.ModuleList(_Block(self, self.d_hidden) for _ in range(n_layers))
+        if layer_norm:
+            self.norm_out = nn.LayerNorm(d_embed)
+        if tied:
+            self.readout_bias = nn.Parameter(torch.zeros(vocab_size))
+        else:
+            self.readout = self._linear(d_embed, vocab_size)
+
+    def unembedding(self) -> torch.Tensor:
+        """The output embeddings ``W_U``: Tensor[V, d] (the embedding matrix itself when tied)."""
+        return self.embedding if self.tied else self.readout.weight
+
+    def stacked_forward(self, params: Mapping[str, torch.Tensor], tokens: torch.Tensor,
+                        need_attention: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Forward pass of K models of this architecture, parameters stacked along a leading axis (as in
+        :meth:`AttentionModel.stacked_forward`), ``tokens`` LongTensor[K, N, L]. Returns next-token logits
+        Tensor[K, N, L, V] and attention Tensor[K, N, n_layers, n_heads, L, L] (``None`` when
+        ``need_attention=False``, which runs a fused attention kernel instead). No input checks.
+        """
+        k, length, heads = tokens.shape[0], tokens.shape[-1], self.n_heads
+        rows = tokens + torch.arange(k, device=tokens.device).view(k, 1, 1) * self.vocab_size
+        h = (nn.functional.embedding(rows, params["embedding"].flatten(0, 1))
+             + params["positions"][:, None, :length])
+        future = torch.ones(length, length, dtype=torch.bool, device=h.device).triu(1)
+        maps = []
+        for i in range(self.n_layers):
+            p = {name[len(f"blocks.{i}."):]: value for name, value in params.items()
+                 if name.startswith(f"blocks.{i}.")}
+            x = _layer_norm_k(h, p, "norm_attn")
+            q, key, v = (_linear_k(x, p[name + ".weight"]).unflatten(-1, (heads, -1)).transpose(2, 3)
+                         for name in ("query", "key", "value"))  # [K, N, H, L, d/H]
+            if need_attention:
+                scores = (q @ key.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+                attention = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+                mixed = attention @ v
+                maps.append(attention)
+            else:
+                mixed = nn.functional.scaled_dot_product_attention(q, key, v, is_causal=True)
+            h = h + _linear_k(mixed.transpose(2, 3).flatten(-2), p["output.weight"])
+            if "mlp_in.weight" in p:
+                pre = _linear_k(_layer_norm_k(h, p, "norm_mlp"), p["mlp_in.weight"], p["mlp_in.bias"])
+                h = h + _linear_k(ACTIVATIONS[self.activation](pre), p["mlp_out.weight"], p["mlp_out.bias"])
+        u = _layer_norm_k(h, params, "norm_out")
+        if self.tied:
+            logits = _linear_k(u, params["embedding"], params["readout_bias"])
+        else:
+            logits = _linear_k(u, params["readout.weight"], params["readout.bias"])
+        return logits, (torch.stack(maps, dim=2) if need_attention else None)
+
+    def _run(self, tokens: torch.Tensor, need_attention: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        params = {name: value.unsqueeze(0) for name, value in self.named_parameters()}
+        logits, maps = self.stacked_forward(params, tokens.unsqueeze(0), need_attention)
+        return logits[0], (maps[0] if need_attention else None)
+
+    def _check_input(self, tokens: torch.Tensor) -> None:
+        check_tokens("tokens", tokens, self.vocab_size)
+        if not 1 <= tokens.shape[1] <= self.seq_len:
+            raise ValueError(f"tokens must have shape [N, L] with 1 <= L <= {self.seq_len}, got {tuple(tokens.shape)}")
+
+    def forward(self, tokens: torch.Tensor, return_attention: bool = False):
+        """Next-token logits Tensor[N, L, V]; with ``return_attention=True`` also Tensor[N, layers, heads, L, L]."""
+        self._check_input(tokens)
+        logits, attention = self._run(tokens, need_attention=return_attention)
+        return (logits, attention) if return_attention else logits
+
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Next-token logits without input checks (the training loop's hot path): Tensor[N, L, V]."""
+        return self._run(tokens, need_attention=False)[0]
+
+    def attention_maps(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Attention of every layer and head: Tensor[N, n_layers, n_heads, L, L] (causal rows sum to 1)."""
+        self._check_input(tokens)
+        with torch.no_grad():
+            return self._run(tokens)[1]
+
+    def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Batch-mean attention map and normalized row entropies (causal), as for :class:`AttentionModel`."""
+        return _attention_snapshot(self._run(tokens)[1], causal=True)

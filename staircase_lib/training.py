@@ -157,6 +157,10 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
     batches (for example one per mapping of a task) whose loss and accuracy are recorded at the same
     steps, in ``history.probes[name]``.
 
+    Next-token models (:class:`~staircase_lib.models.TinyGPT` on a
+    :class:`~staircase_lib.corpus.NextTokenSequences` task: logits Tensor[N, L, V], labels LongTensor[N, L])
+    average the loss and accuracy over every position.
+
     An :class:`~staircase_lib.models.EmbMLP` trains on the fast batched path (a one-member
     :func:`~staircase_lib.ensemble.train_ensemble`), other models on the generic autograd loop; both
     see the same data and agree up to float rounding, and each is bit-reproducible run to run. Torch
@@ -203,6 +207,14 @@ def _check_train_args(model, task, config) -> None:
                              f"{getattr(model, name, None)}")
 
 
+def _loss(loss_fn: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy; next-token models (logits Tensor[N, L, V], labels LongTensor[N, L]) average
+    over every position."""
+    if logits.dim() == 3:
+        return loss_fn(logits.flatten(0, 1), labels.flatten())
+    return loss_fn(logits, labels)
+
+
 def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig,
                     probes: Mapping[str, Batch] | None = None) -> History:
     """The generic loop behind :func:`train`: autograd and ``torch.optim`` on any model with ``logits``.
@@ -235,7 +247,7 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig,
         nonlocal recorded
         with torch.no_grad():
             logits = model.logits(eval_batch.tokens)
-            loss_rec[recorded] = loss_fn(logits, eval_batch.labels)
+            loss_rec[recorded] = _loss(loss_fn, logits, eval_batch.labels)
             acc_rec[recorded] = (logits.argmax(-1) == eval_batch.labels).float().mean()
             emb_rec[recorded] = model.embedding.detach()
             if snapshot is not None:
@@ -268,7 +280,7 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig,
             if step == config.steps:
                 break
             batch = task.sample(config.batch_size, data_gen)
-            loss = loss_fn(model.logits(batch.tokens), batch.labels)
+            loss = _loss(loss_fn, model.logits(batch.tokens), batch.labels)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

@@ -14,7 +14,8 @@ from staircase_lib import cache, metrics, runtime, widgets
 from staircase_lib import signatures as sg
 from staircase_lib.exercises import check_label_signature
 from staircase_lib import ensemble, theory
-from staircase_lib.models import AttentionModel, EmbLinear, EmbMLP
+from staircase_lib.corpus import TinyCorpus
+from staircase_lib.models import AttentionModel, EmbLinear, EmbMLP, TinyGPT
 from staircase_lib.tasks import AdditionTask, AnchorTask, Batch, StaircaseTask
 from staircase_lib.training import TrainConfig, train
 
@@ -26,6 +27,7 @@ LABELS = torch.randint(3, (30,), generator=torch.Generator().manual_seed(1))
 X = torch.randn(6, 3)
 K6 = torch.eye(6)
 STEPS = torch.arange(10)
+CORPUS = TinyCorpus(n_sentences=200)
 
 
 def sig(**overrides):
@@ -130,6 +132,38 @@ BAD_INPUTS = [
     ("rank_correlation lengths", lambda: metrics.rank_correlation(torch.ones(3), torch.ones(4)), ValueError, r"a and b must be 1-D of equal length"),
     ("principal_components k", lambda: metrics.principal_components(X, k=5), ValueError, r"k must be at most min\(V, d\) = 3"),
     ("angular_coverage shape", lambda: metrics.angular_coverage(X), ValueError, r"points must be a tensor \[V, 2\]"),
+    # ----- corpus and tiny GPT (Chapter 8) -----
+    ("corpus n_sentences zero", lambda: TinyCorpus(n_sentences=0), ValueError, r"n_sentences must be an int >= 1"),
+    ("corpus one class", lambda: TinyCorpus(n_classes=1), ValueError, r"n_classes must be an int >= 2"),
+    ("corpus nouns float", lambda: TinyCorpus(nouns_per_class=2.5), TypeError, r"nouns_per_class must be an int"),
+    ("corpus p_adjective", lambda: TinyCorpus(p_adjective=1.5), ValueError, r"p_adjective must be a probability"),
+    ("corpus p_phrase NaN", lambda: TinyCorpus(p_phrase=NAN), ValueError, r"p_phrase must be finite"),
+    ("corpus seed", lambda: TinyCorpus(seed=-1), ValueError, r"seed must be a non-negative int"),
+    ("encode unknown word", lambda: CORPUS.tokenizer.encode("the unicorn eats hay"), ValueError, r"text holds words not in the vocabulary"),
+    ("encode number", lambda: CORPUS.tokenizer.encode(42), TypeError, r"text must be a str"),
+    ("decode out of range", lambda: CORPUS.tokenizer.decode([0, 99]), ValueError, r"ids must be ints in \[0, 42\)"),
+    ("skipgram lag zero", lambda: CORPUS.skipgram(0), ValueError, r"lag must be an int in \[1, 4\]"),
+    ("counted skipgram lag", lambda: CORPUS.counted_skipgram(1.0), ValueError, r"lag must be an int >= 1"),
+    ("exact_joint offsets", lambda: CORPUS.exact_joint((1, 1)), ValueError, r"offsets must be 1 or 2 distinct ints"),
+    ("corpus kernel kind", lambda: CORPUS.signature_kernel("fourgram"), ValueError, r"kind must be one of"),
+    ("corpus label kind", lambda: CORPUS.label_kernel("topic"), ValueError, r"kind must be one of"),
+    ("corpus alignment shape", lambda: CORPUS.alignment(torch.ones(3, 5, 2)), ValueError, r"embeddings must have shape \[T, 42, d\]"),
+    ("window zero", lambda: CORPUS.windows(0), ValueError, r"window must be an int >= 1"),
+    ("seq_len too long", lambda: CORPUS.sequences(10**6), ValueError, r"seq_len=1000000 is too long"),
+    ("corpus task corpus", lambda: type(CORPUS.windows(2))("text"), TypeError, r"corpus must be a TinyCorpus"),
+    ("corpus sample n", lambda: CORPUS.windows(2).sample(0), ValueError, r"\bn must be an int >= 1"),
+    ("corpus sample generator", lambda: CORPUS.sequences(4).sample(2, generator=1), TypeError, r"generator must be a torch.Generator"),
+    ("sentences n", lambda: CORPUS.sentences(0), ValueError, r"\bn must be an int >= 1"),
+    ("gpt tied string", lambda: TinyGPT(42, 8, tied="yes"), TypeError, r"tied must be True or False"),
+    ("gpt heads", lambda: TinyGPT(42, 8, d_embed=10, n_heads=3), ValueError, r"d_embed=10 must be divisible by n_heads=3"),
+    ("gpt n_layers", lambda: TinyGPT(42, 8, n_layers=0), ValueError, r"n_layers must be an int >= 1"),
+    ("gpt d_hidden", lambda: TinyGPT(42, 8, d_hidden=0), ValueError, r"d_hidden must be an int >= 1"),
+    ("gpt activation", lambda: TinyGPT(42, 8, activation="step"), ValueError, r"activation must be one of"),
+    ("gpt gamma", lambda: TinyGPT(42, 8, gamma=NAN), ValueError, r"gamma must be finite"),
+    ("gpt tokens too long", lambda: TinyGPT(42, 4)(torch.zeros(2, 5, dtype=torch.long)), ValueError, r"1 <= L <= 4"),
+    ("gpt tokens float", lambda: TinyGPT(42, 4)(torch.zeros(2, 4)), TypeError, r"tokens must be an integer tensor"),
+    ("gpt attention ids", lambda: TinyGPT(42, 4).attention_maps(torch.full((2, 4), 42)), ValueError, r"tokens holds ids"),
+    ("gpt train size mismatch", lambda: train(TinyGPT(42, 4), CORPUS.sequences(8), TrainConfig(steps=1)), ValueError, r"task.seq_len=8 does not match model.seq_len=4"),
     # ----- training -----
     ("config steps zero", cfg(steps=0), ValueError, r"steps must be an int >= 1"),
     ("config lr zero", cfg(lr=0.0), ValueError, r"lr must be > 0"),

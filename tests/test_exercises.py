@@ -234,3 +234,31 @@ def test_chapter7_checks_accept_right_and_explain_wrong_answers():
 
     with pytest.raises(ex.ExerciseFailed, match="centroid"):
         ex.check_angle_coverage(from_origin)
+
+
+def test_chapter8_checks_accept_right_and_explain_wrong_answers():
+    ex = exercises
+
+    def skipgram_counts(stream, vocab_size, lag):
+        counts = torch.bincount(stream[:-lag] * vocab_size + stream[lag:], minlength=vocab_size**2)
+        counts = counts.double().view(vocab_size, vocab_size)
+        return counts / counts.sum(1, keepdim=True)
+
+    def neighbour_agreement(embeddings, labels):
+        unit = torch.nn.functional.normalize(embeddings, dim=1)
+        cos = unit @ unit.T - 2 * torch.eye(len(labels), dtype=unit.dtype)
+        return float((labels[cos.argmax(1)] == labels).double().mean())
+
+    def tied_drive(bigram, unigram):
+        drive = unigram[:, None] * (bigram - unigram[None, :])
+        return drive + drive.T
+
+    assert ex.check_skipgram_counts(skipgram_counts) is True
+    with pytest.raises(ex.ExerciseFailed, match="NaN"):
+        ex.check_skipgram_counts(lambda s, v, k: torch.nan_to_num(skipgram_counts(s, v, k)))
+    assert ex.check_neighbour_agreement(neighbour_agreement) is True
+    with pytest.raises(ex.ExerciseFailed, match="its own neighbours"):
+        ex.check_neighbour_agreement(lambda e, lab: 1.0)
+    assert ex.check_tied_drive(tied_drive) is True
+    with pytest.raises(ex.ExerciseFailed, match="add the transpose"):
+        ex.check_tied_drive(lambda b, q: q[:, None] * (b - q[None, :]))

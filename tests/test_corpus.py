@@ -1,0 +1,112 @@
+"""The Chapter 8 corpus: determinism, tokenizer, exact signatures and the designed class structure."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import staircase_lib as sl
+from staircase_lib.corpus import CONTENT_POS, TinyCorpus
+
+CORPUS = TinyCorpus(n_sentences=20_000, seed=3)
+
+
+def test_the_same_seed_gives_the_same_corpus_and_another_seed_another():
+    assert torch.equal(TinyCorpus(n_sentences=500, seed=1).tokens, TinyCorpus(n_sentences=500, seed=1).tokens)
+    assert not torch.equal(TinyCorpus(n_sentences=500, seed=1).tokens, TinyCorpus(n_sentences=500, seed=2).tokens)
+    task = CORPUS.windows(6)
+    a, b = (task.sample(32, torch.Generator().manual_seed(0)) for _ in range(2))
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.labels, b.labels)
+
+
+def test_default_vocabulary_has_42_words_with_pos_and_class_labels():
+    tok = CORPUS.tokenizer
+    assert CORPUS.vocab_size == 42 and len(tok.pos) == len(tok.classes) == 42
+    assert len(CORPUS.content_tokens) == 24
+    assert CORPUS.content_labels("pos").bincount().tolist() == [8, 8, 8]
+    assert CORPUS.content_labels("class").bincount().tolist() == [12, 12]
+    assert tok.pos[tok.words.index("cat")] == "subject" and tok.classes[tok.words.index("cow")] == 1
+    assert CORPUS.class_names == ("pet", "farm")
+
+
+def test_tokenizer_round_trip():
+    text = "the big cat eats fish near a barn ."
+    ids = CORPUS.tokenizer.encode(text)
+    assert CORPUS.tokenizer.decode(ids) == text
+    assert torch.equal(CORPUS.tokenizer.encode("the big cat eats fish near a barn."), ids)
+    stream = CORPUS.tokens[:200]
+    assert torch.equal(CORPUS.tokenizer.encode(CORPUS.tokenizer.decode(stream)), stream)
+    for sentence in CORPUS.sentences(3):
+        assert sentence.endswith(" .")
+
+
+def test_every_sentence_keeps_one_class():
+    words = CORPUS.tokenizer
+    for sentence in CORPUS.sentences(200):
+        classes = {words.classes[i] for i in words.encode(sentence).tolist()} - {-1}
+        assert len(classes) == 1, sentence
+
+
+def test_exact_signatures_are_distributions_and_match_counts():
+    for lag in (1, 2, 3):
+        exact = CORPUS.skipgram(lag)
+        torch.testing.assert_close(exact.sum(1), torch.ones(42, dtype=torch.float64))
+        assert (CORPUS.counted_skipgram(lag) - exact).abs().max() < 0.03, f"lag {lag}"
+    q = torch.bincount(CORPUS.tokens, minlength=42).double() / len(CORPUS.tokens)
+    assert (q - CORPUS.unigram()).abs().max() < 0.005
+    residual = CORPUS.trigram_residual()
+    assert residual.sum(-1).abs().max() < 1e-9  # each pure part sums to zero over the next token
+
+
+def test_bigram_of_a_noun_does_not_depend_on_its_class_but_lag_two_and_three_do():
+    pos, cls = CORPUS.content_labels("pos"), CORPUS.content_labels("class")
+    content = CORPUS.content_tokens
+    bigram = CORPUS.bigram()[content]
+    for p in range(len(CONTENT_POS)):
+        rows = bigram[pos == p]
+        assert torch.equal(rows, rows[:1].expand_as(rows)), f"{CONTENT_POS[p]} bigram rows differ (exactly)"
+    # class shows at lag 2 (subject -> verb -> food) and lag 3 (food -> prep -> det -> place)
+    for lag, slot in ((2, 0), (3, 1)):
+        rows = CORPUS.skipgram(lag)[content][pos == slot]
+        assert (rows[cls[pos == slot] == 0].mean(0) - rows[cls[pos == slot] == 1].mean(0)).abs().max() > 0.05
+
+
+def test_kernels_pos_and_class_are_orthogonal_and_the_bigram_kernel_sees_only_pos():
+    kp, kc = CORPUS.label_kernel("pos"), CORPUS.label_kernel("class")
+    assert abs(sl.metrics.cka(kp, kc)) < 1e-9
+    content = CORPUS.content_tokens
+    bigram = CORPUS.signature_kernel("bigram")[content][:, content]
+    assert sl.metrics.cka(bigram, kp) > 0.7 and abs(sl.metrics.cka(bigram, kc)) < 1e-9
+    skip = CORPUS.signature_kernel("skipgram2")[content][:, content]
+    assert sl.metrics.cka(skip, kc) > 0.05
+    for kind in ("skipgram3", "trigram", "tied"):
+        kernel = CORPUS.signature_kernel(kind)
+        assert kernel.shape == (42, 42) and torch.allclose(kernel, kernel.T, atol=1e-6)
+        assert torch.linalg.eigvalsh(kernel.double()).min() > -1e-6  # PSD
+
+
+def test_tasks_shapes_and_shift():
+    batch = CORPUS.sequences(8).sample(16, torch.Generator().manual_seed(0))
+    assert batch.tokens.shape == batch.labels.shape == (16, 8)
+    assert torch.equal(batch.tokens[:, 1:], batch.labels[:, :-1])
+    windows = CORPUS.windows(5).sample(16)
+    assert windows.tokens.shape == (16, 5) and windows.labels.shape == (16,)
+
+
+def test_larger_grammar_uses_generated_names():
+    corpus = TinyCorpus(n_sentences=100, n_classes=3, nouns_per_class=5, seed=0)
+    assert corpus.vocab_size == 2 + 6 + 6 + 3 + 1 + 3 * 3 * 5
+    assert "subject2_4" in corpus.tokenizer.words and corpus.class_names == ("class0", "class1", "class2")
+    assert repr(corpus).startswith("TinyCorpus(")
+
+
+def test_window_mlp_learns_pos_before_class():
+    """The [V] claim of THEORY.md 6.4 at reduced cost: CKA(POS) is high on the first plateau while
+    CKA(class) is still low."""
+    corpus = TinyCorpus(seed=0)
+    model = sl.models.EmbMLP(42, 6, 42, d_embed=32, d_hidden=256, gamma=1.0)
+    history = sl.training.train(model, corpus.windows(6), sl.training.TrainConfig(
+        steps=200, lr=1e-3, record_every=50, eval_size=512, progress=False))
+    emb = history.embeddings[:, corpus.content_tokens]
+    pos = sl.metrics.alignment_curve(emb, corpus.label_kernel("pos"))
+    cls = sl.metrics.alignment_curve(emb, corpus.label_kernel("class"))
+    assert pos[-1] > 0.6 and cls[-1] < 0.1, f"CKA(POS) {pos.tolist()}, CKA(class) {cls.tolist()}"

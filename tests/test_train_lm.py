@@ -1,0 +1,76 @@
+"""scripts/train_lm.py: the Chapter 8 experiment at scale, run here at tiny scale on the CPU, once in one
+process and once data-parallel with two torchrun processes (gloo)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "train_lm.py"
+TINY = ["--steps", "30", "--record-every", "10", "--layers", "1", "--heads", "1", "--d-embed", "16",
+        "--seq-len", "8", "--sentences", "2000", "--classes", "2", "--nouns-per-class", "4", "--batch-size", "16",
+        "--device", "cpu", "--threads", "1"]
+
+
+def _env() -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _torchrun() -> list[str]:
+    exe = Path(sys.executable).with_name("torchrun")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+
+
+def _check_result(path: Path, world: int) -> dict:
+    assert path.stat().st_size < 1_000_000
+    result = json.loads(path.read_text())
+    assert result["config"]["world_size"] == world and result["config"]["model"] == "gpt"
+    assert result["step"] == [0, 10, 20, 30]
+    for key in ("loss", "cka_pos", "cka_class", "cka_class_subject", "attention_entropy"):
+        assert len(result[key]) == 4, key
+    assert result["loss"][-1] < result["loss"][0]
+    assert result["tokens_per_step"] == 16 * 8 * world and result["tokens_per_second"] > 0
+    assert set(result["stair_times"]) >= {"pos", "class"} and set(result["chance"]) == {"pos", "class"}
+    return result
+
+
+def test_help_and_bad_arguments():
+    out = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, env=_env())
+    assert out.returncode == 0 and "--nproc" not in out.stdout and "--steps" in out.stdout
+    bad = subprocess.run([sys.executable, str(SCRIPT), "--steps", "0"], capture_output=True, text=True, env=_env())
+    assert bad.returncode == 2 and "--steps must be >= 1" in bad.stderr
+
+
+def test_single_process_run_writes_the_result(tmp_path):
+    out = tmp_path / "single.json"
+    run = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--out", str(out)], capture_output=True, text=True,
+                         env=_env(), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    _check_result(out, world=1)
+
+
+def test_window_mlp_run(tmp_path):
+    out = tmp_path / "mlp.json"
+    run = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--model", "mlp", "--out", str(out)],
+                         capture_output=True, text=True, env=_env(), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["config"]["model"] == "mlp" and "attention_entropy" not in result
+    assert result["loss"][-1] < result["loss"][0]
+
+
+def test_two_process_ddp_run_writes_one_result(tmp_path):
+    out = tmp_path / "ddp.json"
+    cmd = [*_torchrun(), "--standalone", "--nproc_per_node=2", str(SCRIPT), *TINY, "--out", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=180, cwd=tmp_path)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    _check_result(out, world=2)
+    assert list(tmp_path.glob("*.json")) == [out]  # only rank 0 writes
