@@ -4,7 +4,8 @@ Data flow: ``tasks`` -> ``signatures`` -> ``models``/``training`` -> ``metrics``
 """
 __version__ = "0.1.0"
 
-from . import cache, corpus, ensemble, exercises, metrics, models, plotting, signatures, tasks, theory, training, widgets  # noqa: E402
+from . import (cache, corpus, ensemble, exercises, metrics, models, plotting, results, signatures, tasks,  # noqa: E402
+               theory, training, widgets)
 from .runtime import resolve_device, setup  # noqa: E402
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "metrics",
     "models",
     "plotting",
+    "results",
     "resolve_device",
     "setup",
     "signatures",
