@@ -6,7 +6,7 @@ from typing import Sequence
 import torch
 
 from .._checks import check_positive_int
-from .base import Batch
+from .base import Batch, check_positions
 
 __all__ = ["AdditionTask"]
 
@@ -77,12 +77,7 @@ class AdditionTask:
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)``: Tensor[V, ..., V, C] (one V axis per position of ``B``); NaN where ``x_B``
         never occurs. Computed by enumerating every sequence (all are equally likely)."""
-        positions = list(positions)
-        for p in positions:
-            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < self.seq_len:
-                raise ValueError(f"positions must be ints in [0, {self.seq_len - 1}], got {positions!r}")
-        if len(set(positions)) != len(positions):
-            raise ValueError(f"positions must be distinct, got {positions!r}")
+        positions = check_positions(positions, self.seq_len)
         tokens = self._all_sequences()
         shape = [self.vocab_size] * len(positions) + [self.n_labels]
         counts = torch.zeros(shape, dtype=torch.float64)

@@ -6,7 +6,7 @@ from typing import Sequence
 import torch
 
 from .._checks import check_positive_int
-from .base import Batch
+from .base import Batch, check_positions
 
 __all__ = ["AnchorTask"]
 
@@ -162,12 +162,7 @@ class AnchorTask:
     # ----- exact quantities -------------------------------------------------------------------
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)`` of the training distribution: Tensor[V, ..., V, C]; NaN where ``x_B`` never occurs."""
-        positions = list(positions)
-        for p in positions:
-            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < self.seq_len:
-                raise ValueError(f"positions must be ints in [0, {self.seq_len - 1}], got {positions!r}")
-        if len(set(positions)) != len(positions):
-            raise ValueError(f"positions must be distinct, got {positions!r}")
+        positions = check_positions(positions, self.seq_len)
         V, C = self.vocab_size, self.n_labels
         index = torch.zeros(len(self._labels), dtype=torch.long)
         for p in positions:

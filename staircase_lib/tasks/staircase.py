@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 
 from .._checks import check_positive_int
-from .base import Batch
+from .base import Batch, check_positions
 
 __all__ = ["StaircaseTask"]
 
@@ -144,7 +144,7 @@ class StaircaseTask:
 
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)`` for the positions ``B``: Tensor[V, ..., V, C] (one V axis per position)."""
-        positions = self._check_positions(positions)
+        positions = check_positions(positions, self.seq_len)
         if self.reverse:  # the rules of the reversed task read position p where the forward task reads L-1-p
             positions = [self.seq_len - 1 - p for p in positions]
         V, C, a = self.vocab_size, self.n_labels, self.attribute_size
@@ -179,12 +179,3 @@ class StaircaseTask:
     def _check_order(self, order: int) -> None:
         if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < self.n_orders:
             raise ValueError(f"order must be an int in [0, {self.n_orders - 1}], got {order!r}")
-
-    def _check_positions(self, positions: Sequence[int]) -> list[int]:
-        positions = list(positions)
-        for p in positions:
-            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < self.seq_len:
-                raise ValueError(f"positions must be ints in [0, {self.seq_len - 1}], got {positions!r}")
-        if len(set(positions)) != len(positions):
-            raise ValueError(f"positions must be distinct, got {positions!r}")
-        return positions
