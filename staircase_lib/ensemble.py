@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
@@ -26,7 +25,7 @@ from .models import ACTIVATIONS, AttentionModel, EmbMLP
 from .runtime import capped_threads, resolve_device
 from .tasks import StaircaseTask
 from .tasks import Batch
-from .training import History, TrainConfig, _record_steps, _show_progress, check_probes
+from .training import History, TrainConfig, _nonfinite_loss, _record_steps, _run_schedule, check_probes
 
 __all__ = ["train_ensemble"]
 
@@ -401,14 +400,13 @@ def _train_ensemble(models: list[EmbMLP], tasks: list, config: TrainConfig, seed
     evals = [t.sample(config.eval_size, torch.Generator(device=device).manual_seed(s + 10_000))
              for t, s in zip(tasks, seeds)]
     eval_rows = [stack.rows(b.tokens[None], stacked=False) for b in evals]
-    probes = {name: batch.to(device) for name, batch in probes.items()}
-    probe_rows = {name: stack.rows(b.tokens[None], stacked=False) for name, b in probes.items()}
-    probe_rec = {name: torch.empty(2, len(_record_steps(config.steps, config.record_every)), K, device=device)
-                 for name in probes}
-    optimizer = _Optimizer(config.optimizer, stack.theta, stack.grad, config.lr)
-
     marks = _record_steps(config.steps, config.record_every)
     mark_list = marks.tolist()
+    probes = {name: batch.to(device) for name, batch in probes.items()}
+    probe_rows = {name: stack.rows(b.tokens[None], stacked=False) for name, b in probes.items()}
+    probe_rec = {name: torch.empty(2, len(mark_list), K, device=device) for name in probes}
+    optimizer = _Optimizer(config.optimizer, stack.theta, stack.grad, config.lr)
+
     loss_rec = torch.empty(len(mark_list), K, device=device)
     acc_rec = torch.empty(len(mark_list), K, device=device)
     emb_rec = torch.empty((len(mark_list), K, stack.V, stack.d), device=device)
@@ -431,39 +429,21 @@ def _train_ensemble(models: list[EmbMLP], tasks: list, config: TrainConfig, seed
         if bad.any():
             k = int(bad.nonzero()[0])
             who = f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma})" if K > 1 else "loss"
-            raise FloatingPointError(
-                f"{who} became {float(loss_rec[recorded, k])} at step {mark_list[recorded]} with lr={config.lr}; "
-                "try a smaller learning rate or a smaller initialization (larger gamma)")
+            raise _nonfinite_loss(who, float(loss_rec[recorded, k]), mark_list[recorded], config.lr)
         recorded += 1
 
-    bar = None
-    if _show_progress(config.progress):
-        from tqdm.auto import tqdm
-        bar = tqdm(total=config.steps, desc="training" if K == 1 else f"training {K} models", leave=False)
-    start = time.perf_counter()
-    interrupted = False
+    def step() -> None:
+        stack.backward(*streams.next())
+        optimizer.step()
+
     try:
         with torch.no_grad():
-            next_mark = 0
-            for step in range(config.steps + 1):
-                if step == mark_list[next_mark]:
-                    record()
-                    next_mark = min(next_mark + 1, len(mark_list) - 1)
-                    if bar is not None:
-                        bar.update(step - bar.n)
-                if step == config.steps:
-                    break
-                stack.backward(*streams.next())
-                optimizer.step()
-    except KeyboardInterrupt:
-        interrupted = True
+            desc = "training" if K == 1 else f"training {K} models"
+            interrupted, seconds = _run_schedule(config, mark_list, record, step, desc)
     finally:  # as train() does, leave the models as far as they got, even on an error
         stack.copy_to(models)
         for model in models:
             model.eval()
-        if bar is not None:
-            bar.close()
-    seconds = time.perf_counter() - start
     return [History(steps=marks[:recorded].clone(), loss=loss_rec[:recorded, k].cpu(),
                     accuracy=acc_rec[:recorded, k].cpu(), embeddings=emb_rec[:recorded, k].cpu(),
                     config=configs[k], seconds=seconds, interrupted=interrupted,

@@ -10,7 +10,6 @@ run's up to float rounding. :func:`staircase_lib.ensemble.train_ensemble` sends 
 """
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import torch
@@ -18,7 +17,7 @@ from torch.nn import functional as F
 
 from .models import _attention_snapshot
 from .runtime import resolve_device
-from .training import History, TrainConfig, _make_optimizer, _record_steps, _show_progress
+from .training import History, TrainConfig, _make_optimizer, _nonfinite_loss, _record_steps, _run_schedule
 
 __all__: list[str] = []  # reached through ensemble.train_ensemble
 
@@ -63,36 +62,20 @@ def train_stacked(models: list, tasks: list, config: TrainConfig, seeds: list[in
         if bad.any():
             k = int(bad.nonzero()[0])
             who = f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma})" if K > 1 else "loss"
-            raise FloatingPointError(
-                f"{who} became {float(losses[k])} at step {mark_list[len(loss_rec) - 1]} with lr={config.lr}; "
-                "try a smaller learning rate or a smaller initialization (larger gamma)")
+            raise _nonfinite_loss(who, float(losses[k]), mark_list[len(loss_rec) - 1], config.lr)
 
-    bar = None
-    if _show_progress(config.progress):
-        from tqdm.auto import tqdm
-        bar = tqdm(total=config.steps, desc=f"training {K} models", leave=False)
-    start = time.perf_counter()
-    interrupted = False
+    def step() -> None:
+        batches = [t.sample(n, g) for t, g in zip(tasks, gens)]
+        tokens = torch.stack([b.tokens for b in batches])
+        labels = torch.stack([b.labels for b in batches])
+        logits, _ = template.stacked_forward(params, tokens, all_queries=False)
+        loss = member_losses(logits, labels).sum()  # member k's gradient is that of its own mean loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
     try:
-        next_mark = 0
-        for step in range(config.steps + 1):
-            if step == mark_list[next_mark]:
-                record()
-                next_mark = min(next_mark + 1, len(mark_list) - 1)
-                if bar is not None:
-                    bar.update(step - bar.n)
-            if step == config.steps:
-                break
-            batches = [t.sample(n, g) for t, g in zip(tasks, gens)]
-            tokens = torch.stack([b.tokens for b in batches])
-            labels = torch.stack([b.labels for b in batches])
-            logits, _ = template.stacked_forward(params, tokens, all_queries=False)
-            loss = member_losses(logits, labels).sum()  # member k's gradient is that of its own mean loss
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-    except KeyboardInterrupt:
-        interrupted = True
+        interrupted, seconds = _run_schedule(config, mark_list, record, step, f"training {K} models")
     finally:  # leave the models as far as they got, even on an error
         with torch.no_grad():
             for k, model in enumerate(models):
@@ -100,9 +83,6 @@ def train_stacked(models: list, tasks: list, config: TrainConfig, seeds: list[in
                 for name, p in model.named_parameters():
                     p.copy_(params[name][k])
                 model.eval()
-        if bar is not None:
-            bar.close()
-    seconds = time.perf_counter() - start
     T = len(loss_rec)
     return [History(steps=marks[:T].clone(), loss=torch.stack(loss_rec)[:, k].cpu(),
                     accuracy=torch.stack(acc_rec)[:, k].cpu(), embeddings=torch.stack(emb_rec)[:, k].cpu(),

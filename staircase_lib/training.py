@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 import torch
 from torch import nn
@@ -124,6 +124,41 @@ def _show_progress(flag: bool | None) -> bool:
     if is_headless():
         return bool(getattr(sys.stderr, "isatty", lambda: False)())
     return True
+
+
+def _nonfinite_loss(who: str, value: float, step: int, lr: float) -> FloatingPointError:
+    """The error every trainer raises when a recorded loss is NaN or infinite."""
+    return FloatingPointError(f"{who} became {value} at step {step} with lr={lr}; "
+                              "try a smaller learning rate or a smaller initialization (larger gamma)")
+
+
+def _run_schedule(config: TrainConfig, marks: list[int], record: Callable[[], None], step: Callable[[], None],
+                  desc: str) -> tuple[bool, float]:
+    """The loop every trainer shares: ``step()`` ``config.steps`` times, ``record()`` at each step in ``marks``
+    (sorted, ending at ``config.steps``), a progress bar for people. Returns ``(interrupted, seconds)``: a
+    ``KeyboardInterrupt`` ends the loop early with ``interrupted=True`` (what was recorded is kept)."""
+    bar = None
+    if _show_progress(config.progress):
+        from tqdm.auto import tqdm
+        bar = tqdm(total=config.steps, desc=desc, leave=False)
+    start = time.perf_counter()
+    try:
+        next_mark = 0
+        for index in range(config.steps + 1):
+            if index == marks[next_mark]:
+                record()
+                next_mark = min(next_mark + 1, len(marks) - 1)
+                if bar is not None:
+                    bar.update(index - bar.n)
+            if index == config.steps:
+                break
+            step()
+    except KeyboardInterrupt:
+        return True, time.perf_counter() - start
+    finally:
+        if bar is not None:
+            bar.close()
+    return False, time.perf_counter() - start
 
 
 def _make_optimizer(name: str, params, lr: float, device: torch.device) -> torch.optim.Optimizer:
@@ -258,37 +293,17 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig,
                 probe_rec[name][0, recorded] = loss_fn(logits, batch.labels)
                 probe_rec[name][1, recorded] = (logits.argmax(-1) == batch.labels).float().mean()
         if not torch.isfinite(loss_rec[recorded]):
-            raise FloatingPointError(
-                f"loss became {float(loss_rec[recorded])} at step {mark_list[recorded]} with lr={config.lr}; "
-                "try a smaller learning rate or a smaller initialization (larger gamma)")
+            raise _nonfinite_loss("loss", float(loss_rec[recorded]), mark_list[recorded], config.lr)
         recorded += 1
 
-    bar = None
-    if _show_progress(config.progress):
-        from tqdm.auto import tqdm
-        bar = tqdm(total=config.steps, desc="training", leave=False)
-    start = time.perf_counter()
-    interrupted = False
-    try:
-        next_mark = 0
-        for step in range(config.steps + 1):
-            if step == mark_list[next_mark]:
-                record()
-                next_mark = min(next_mark + 1, n_marks - 1)
-                if bar is not None:
-                    bar.update(step - bar.n)
-            if step == config.steps:
-                break
-            batch = task.sample(config.batch_size, data_gen)
-            loss = _loss(loss_fn, model.logits(batch.tokens), batch.labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        if bar is not None:
-            bar.close()
+    def step() -> None:
+        batch = task.sample(config.batch_size, data_gen)
+        loss = _loss(loss_fn, model.logits(batch.tokens), batch.labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    interrupted, seconds = _run_schedule(config, mark_list, record, step, "training")
     model.eval()
     return History(
         steps=marks[:recorded].clone(),
@@ -296,7 +311,7 @@ def _train_autograd(model: nn.Module, task: SupportsSample, config: TrainConfig,
         accuracy=acc_rec[:recorded].cpu(),
         embeddings=emb_rec[:recorded].cpu(),
         config=config,
-        seconds=time.perf_counter() - start,
+        seconds=seconds,
         interrupted=interrupted,
         extras={name: torch.stack(values[:recorded]).cpu() for name, values in extra_rec.items()},
         probes={name: {"loss": rec[0, :recorded].cpu(), "accuracy": rec[1, :recorded].cpu()}
