@@ -1,6 +1,6 @@
 # The Context Staircase: build the book and run every check.
 #   make book   execute every chapter and build the HTML into _build/html (strict)
-#   make test   library tests, chapter notebooks, strict book build, browser test
+#   make test   library tests, student notebooks under nbval, strict book build, browser test
 #   make student  student notebooks (solutions replaced by stubs) in _build/student
 #   make bench  speed and memory benchmarks -> benchmarks/RESULTS.md (fails if a target is missed)
 # Both create .venv and install everything on first use; they need only python3 (3.11) and make.
@@ -11,10 +11,11 @@ STAMP := $(VENV)/.installed
 VENDOR := _vendor/vendor/.stamp
 
 # The strict book build, shared by `book` and `test`. Always from scratch (--all and no old doctrees),
-# because an incremental build hides warnings.
+# because an incremental build hides warnings. The kernels run offline (tools/offline/sitecustomize.py).
 define build-book
 rm -rf _build/html _build/.doctrees
-$(NB_ENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter-book build --all . -W -n --keep-going
+$(NB_ENV) PYTHONPATH="$(CURDIR)/tools/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	$(VENV)/bin/jupyter-book build --all . -W -n --keep-going
 endef
 
 # Every book/test target runs headless: STAIRCASE_HEADLESS for the library, two BLAS threads, and
@@ -47,6 +48,7 @@ book: $(STAMP) $(VENDOR)
 test: $(STAMP) $(VENDOR)
 	tools/install_chromium.sh
 	$(PY) -m pytest tests -m "not book" --cov=staircase_lib --cov-report=term --cov-fail-under=90
+	$(MAKE) student
 	$(NB_ENV) $(PY) tools/run_chapters.py
 	$(build-book)
 	$(PY) -m pytest tests -m book -rs

@@ -1,12 +1,14 @@
 """staircase_lib: the shared library of the Context Staircase course.
 
-Data flow: ``tasks`` -> ``signatures`` -> ``models``/``training`` -> ``metrics`` -> ``plotting``/``widgets``.
+Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it):
+``_checks``/``_version``/``runtime``/``cache`` -> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``
+-> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets`` -> ``exercises``/``coursework``/``session``.
 """
-__version__ = "0.1.0"
-
+from ._version import __version__
 from . import (cache, corpus, ensemble, exercises, metrics, models, plotting, results, signatures, tasks,  # noqa: E402
                theory, training, widgets)
-from .runtime import resolve_device, setup  # noqa: E402
+from .runtime import resolve_device  # noqa: E402
+from .session import setup  # noqa: E402
 
 __all__ = [
     "__version__",

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import __version__
+from ._version import __version__
 
 __all__ = ["ResultCache", "cached", "cache_key", "default_directory"]
 

@@ -17,6 +17,7 @@ from typing import Sequence
 import torch
 
 from ._checks import check_choice, check_finite_float, check_positive_int
+from .metrics import alignment_curve
 from .tasks import Batch
 
 __all__ = ["CONTENT_POS", "WordTokenizer", "TinyCorpus", "NextTokenWindows", "NextTokenSequences"]
@@ -167,8 +168,6 @@ class TinyCorpus:
         if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 3 or embeddings.shape[1] != self.vocab_size:
             raise ValueError(f"embeddings must have shape [T, {self.vocab_size}, d], got "
                              f"{tuple(getattr(embeddings, 'shape', ()))}")
-        from .metrics import alignment_curve
-
         content, pos, cls = self.content_tokens, self.content_labels("pos"), self.content_labels("class")
         out = {kind: alignment_curve(embeddings[:, content], self.label_kernel(kind)) for kind in ("pos", "class")}
         for p, slot in enumerate(CONTENT_POS):

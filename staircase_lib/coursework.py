@@ -33,6 +33,7 @@ __all__ = ["GradingError", "Report", "Result", "exercise_table", "grade", "main"
            "stub_source", "write_student_notebooks"]
 
 SOLUTION_TAG = "solution"
+CHECK_CALL = re.compile(r"^\s*(sl\.exercises\.)?check_\w+\s*\(", re.MULTILINE)
 RESULT_MIME = "application/vnd.staircase-grade+json"
 TIMEOUT_ERROR = "CellTimeoutError"
 STUDENT_NOTE = ("**Student version.** The reference solutions are removed: every exercise cell defines its function "
@@ -102,6 +103,9 @@ def student_notebook(nb: nbformat.NotebookNode, colab_url: str | None = None) ->
                 cell.source, exercise = stub_source(cell.source)
                 cell.metadata["tags"] = [t for t in tags if t not in ("hide-input", "remove-input")]
                 cell.metadata["exercise"] = exercise.id
+            elif CHECK_CALL.search(cell.source) and "raises-exception" not in tags:
+                # a check of a stub raises until the learner solves it: running the notebook goes on
+                cell.metadata["tags"] = [*tags, "raises-exception"]
         cells.append(cell)
     nb.cells = cells[:1] + [nbformat.v4.new_markdown_cell(STUDENT_NOTE)] + cells[1:]
     nb.metadata.pop("widgets", None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import platform
 import random
 import sys
 from contextlib import contextmanager
@@ -14,7 +13,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "seed_everything", "setup", "is_headless", "in_colab", "usable_cpus", "capped_threads"]
+__all__ = ["resolve_device", "seed_everything", "is_headless", "in_colab", "usable_cpus", "capped_threads", "training_threads"]
 
 _DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
 
@@ -91,6 +90,22 @@ def capped_threads(limit: int | None = None) -> Iterator[int]:
             torch.set_num_threads(before)
 
 
+def training_threads() -> int:
+    """Threads a CPU training run uses: ``STAIRCASE_THREADS`` if set, else 1.
+
+    The course's models are small: each op of a training step takes tens of microseconds, where a second
+    thread gains little alone and, when another busy process shares the cores (a browser, a second
+    notebook), OpenMP's spinning threads make a run several times slower (measured in
+    ``benchmarks/RESULTS.md``). One thread keeps a chapter's time steady under load.
+    """
+    value = os.environ.get("STAIRCASE_THREADS", "").strip()
+    if not value:
+        return 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"STAIRCASE_THREADS must be a positive integer, got {value!r}")
+    return int(value)
+
+
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and PyTorch (all devices)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -121,21 +136,3 @@ def is_headless() -> bool:
         return True
     shell = get_ipython()
     return shell is None or type(shell).__name__ != "ZMQInteractiveShell"
-
-
-def setup(seed: int = 0, device: str | torch.device = "auto", verbose: bool = True) -> torch.device:
-    """Seed everything, pick the device, apply the course's plot style and print versions.
-
-    Returns the ``torch.device`` chosen (CUDA, then MPS, then CPU for ``device="auto"``).
-    """
-    from . import __version__, plotting
-
-    seed_everything(seed)
-    chosen = resolve_device(device)
-    plotting.use_course_style()
-    if verbose:
-        print(
-            f"staircase_lib {__version__} | torch {torch.__version__} | numpy {np.__version__} | "
-            f"python {platform.python_version()} | device {chosen} | seed {seed}"
-        )
-    return chosen

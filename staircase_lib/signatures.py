@@ -18,6 +18,7 @@ __all__ = [
     "label_signature",
     "pooled_label_signature",
     "signature_drive",
+    "exact_signature_drives",
     "context_distribution",
     "cooccurrence",
     "pair_signature",
@@ -125,6 +126,17 @@ def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n
         counts = _joint_counts(tokens, labels, [p], n_tokens, n_labels)
         drive += counts / n - counts.sum(-1, keepdim=True) / n * q
     return drive.to(torch.get_default_dtype())
+
+
+def exact_signature_drives(task, reference: torch.Tensor | None = None) -> torch.Tensor:
+    """Exact order-0 drives ``S^(i)_v = f^(i)_v (psi^(i)_v - q)`` of a task at every position: Tensor[L, V, C].
+
+    The exact twin of :func:`signature_drive` (which counts them from samples). Tokens are uniform at every
+    position (``f = 1/V``); ``reference`` is ``q`` (default: the task's label marginal).
+    """
+    q = task.label_marginal() if reference is None else reference
+    psi = torch.stack([task.label_signature(i) for i in range(task.seq_len)])
+    return (psi - q.to(psi.dtype)) / task.vocab_size
 
 
 def context_distribution(tokens: torch.Tensor, position: int, context_position: int, n_tokens: int) -> torch.Tensor:

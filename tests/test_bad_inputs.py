@@ -18,6 +18,7 @@ from staircase_lib.corpus import TinyCorpus
 from staircase_lib.models import AttentionModel, EmbLinear, EmbMLP, TinyGPT
 from staircase_lib.tasks import AdditionTask, AnchorTask, Batch, StaircaseTask
 from staircase_lib.training import TrainConfig, train
+from staircase_lib.session import setup as sl_setup
 
 NAN, INF = math.nan, math.inf
 TASK = StaircaseTask()
@@ -195,7 +196,7 @@ BAD_INPUTS = [
     ("device name", lambda: runtime.resolve_device("tpu"), ValueError, r"device must be one of"),
     ("device type", lambda: runtime.resolve_device(0), TypeError, r"device must be a str or torch.device"),
     ("seed_everything negative", lambda: runtime.seed_everything(-1), ValueError, r"seed must be a non-negative int"),
-    ("setup seed", lambda: runtime.setup(seed=-3, verbose=False), ValueError, r"seed must be a non-negative int"),
+    ("setup seed", lambda: sl_setup(seed=-3, verbose=False), ValueError, r"seed must be a non-negative int"),
     # ----- signatures -----
     ("float tokens", sig(tokens=TOKENS.float()), TypeError, r"tokens must be an integer tensor"),
     ("tokens list", sig(tokens=TOKENS.tolist()), TypeError, r"tokens must be a torch.Tensor"),

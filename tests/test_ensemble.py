@@ -1,4 +1,5 @@
-"""Tests for staircase_lib/ensemble.py: a batched member is the single run it stands for."""
+"""Ensembles (staircase_lib.training.train_ensemble, alias sl.ensemble.train_ensemble): a batched member is the
+single run it stands for, on both engines."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,10 +8,12 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from staircase_lib.ensemble import _Stack, _Streams, train_ensemble
+from staircase_lib.ensemble import train_ensemble
 from staircase_lib.models import ACTIVATIONS, EmbMLP
 from staircase_lib.tasks import StaircaseTask
-from staircase_lib.training import TrainConfig, _train_autograd
+from staircase_lib.training import TrainConfig, train
+from staircase_lib.training.data import CHUNK_SAMPLES, BatchStream
+from staircase_lib.training.embmlp_kernel import EmbMLPKernel
 
 TASK = StaircaseTask((0.15, 0.25, 0.55))
 SMALL = dict(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, d_hidden=32)
@@ -23,7 +26,7 @@ def small_config(**kw) -> TrainConfig:
 
 def assert_same_run(single, member, single_model, member_model, what):
     assert torch.equal(single.steps, member.steps), what
-    assert single.config == member.config, what
+    assert replace(single.config, engine=member.config.engine) == member.config, what
     torch.testing.assert_close(member.loss, single.loss, rtol=1e-4, atol=1e-5, msg=lambda m: f"{what} loss: {m}")
     torch.testing.assert_close(member.accuracy, single.accuracy, rtol=0, atol=2e-3,
                                msg=lambda m: f"{what} accuracy: {m}")
@@ -34,9 +37,9 @@ def assert_same_run(single, member, single_model, member_model, what):
 
 
 @pytest.mark.parametrize("pool,optimizer", [("concat", "adam"), ("sum", "adam"), ("concat", "sgd")])
-def test_member_equals_single_run(pool, optimizer):
-    """Two members (different seeds, gammas and task strengths) each reproduce the autograd loop on their own
-    (train() itself runs an EmbMLP as a one-member ensemble, so the reference is its generic loop)."""
+def test_member_equals_single_autograd_run(pool, optimizer):
+    """Two members (different seeds, gammas and task strengths) on the Emb-MLP kernel each reproduce a
+    single run of the autograd engine."""
     specs = [dict(gamma=1.0, seed=0), dict(gamma=0.75, seed=5)]
     tasks = [TASK, StaircaseTask((0.3, 0.3, 0.3))]
     config = small_config(optimizer=optimizer, lr=1e-2 if optimizer == "adam" else 0.5)
@@ -44,8 +47,19 @@ def test_member_equals_single_run(pool, optimizer):
     histories = train_ensemble(members, None, config, tasks=tasks, seeds=[3, 11])
     for k, spec in enumerate(specs):
         model = EmbMLP(**SMALL, pool=pool, **spec)
-        single = _train_autograd(model, tasks[k], replace(config, seed=[3, 11][k]))
+        single = train(model, tasks[k], replace(config, seed=[3, 11][k], engine="autograd"))
         assert_same_run(single, histories[k], model, members[k], f"member {k} ({pool}, {optimizer})")
+
+
+def test_autograd_ensemble_equals_its_single_runs():
+    """The torch.func engine (stacked parameters, vmap) gives each member its own single run."""
+    members = [EmbMLP(**SMALL, gamma=g, seed=s) for g, s in ((1.0, 0), (0.5, 1))]
+    config = small_config(engine="autograd")
+    histories = train_ensemble(members, TASK, config, seeds=[3, 4])
+    for k, (g, s) in enumerate(((1.0, 0), (0.5, 1))):
+        model = EmbMLP(**SMALL, gamma=g, seed=s)
+        assert_same_run(train(model, TASK, replace(config, seed=[3, 4][k])), histories[k], model, members[k],
+                        f"autograd member {k}")
 
 
 def test_default_seeds_and_frozen_embedding():
@@ -60,49 +74,48 @@ def test_default_seeds_and_frozen_embedding():
     assert torch.equal(members[1].embedding, start), "a frozen embedding changed"
     model = EmbMLP(**SMALL, seed=2)
     model.embedding.requires_grad_(False)
-    assert_same_run(_train_autograd(model, TASK, replace(config, seed=4)), histories[1], model, members[1],
+    assert_same_run(train(model, TASK, replace(config, seed=4, engine="autograd")), histories[1], model, members[1],
                     "frozen member")
 
 
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
 @pytest.mark.parametrize("pool", ["concat", "sum"])
-def test_manual_gradients_equal_autograd(activation, pool):
+def test_kernel_gradients_equal_autograd(activation, pool):
+    """One kernel step with SGD (lr 1) moves each parameter by exactly minus its gradient: compare that
+    with autograd's gradient of the member's own mean loss."""
     models = [EmbMLP(**SMALL, activation=activation, pool=pool, gamma=g, seed=s) for g, s in ((0.5, 0), (1.0, 1))]
-    stack = _Stack(models, torch.device("cpu"))
+    before = [[p.detach().clone() for p in m.parameters()] for m in models]
+    kernel = EmbMLPKernel(models, "sgd", lr=1.0)
     gen = torch.Generator().manual_seed(0)
     batches = [TASK.sample(64, gen) for _ in models]
-    tokens = torch.stack([b.tokens for b in batches])[None]  # [1 step, K, n, L]
-    labels = torch.stack([b.labels for b in batches])[None]
-    rows, cols, lab = (part[0] for part in stack.prepare(tokens, labels))
-    stack.backward(rows, cols, lab)
+    kernel.step(torch.stack([b.tokens for b in batches]), torch.stack([b.labels for b in batches]))
+    kernel.write_back()
     for k, model in enumerate(models):
-        loss = F.cross_entropy(model(batches[k].tokens), batches[k].labels)
-        grads = torch.autograd.grad(loss, list(model.parameters()))
-        ref = torch.zeros_like(stack.grad)
-        ref_views = stack._views(ref, [g.numel() for g in stack.grads])
-        with torch.no_grad():
-            for view, value in zip(ref_views, stack.to_stack_layout(grads)):
-                view[k].copy_(value)
-        for name, got, want in zip(("E", "W1", "b1", "W2", "b2"), stack.grads, ref_views):
-            torch.testing.assert_close(got[k], want[k], rtol=1e-4, atol=1e-7,
+        reference = EmbMLP(**SMALL, activation=activation, pool=pool, gamma=(0.5, 1.0)[k], seed=k)
+        loss = F.cross_entropy(reference(batches[k].tokens), batches[k].labels)
+        grads = torch.autograd.grad(loss, list(reference.parameters()))
+        for (name, after), start, grad in zip(model.named_parameters(), before[k], grads):
+            torch.testing.assert_close(start - after.detach(), grad, rtol=1e-4, atol=1e-6,
                                        msg=lambda m: f"{activation}/{pool} member {k} grad {name}: {m}")
 
 
-@pytest.mark.parametrize("strengths,attribute_size", [((0.15, 0.25, 0.55), 4), ((0.0, 0.5, 0.5), 4),
-                                                      ((0.3, 0.3, 0.3), 2), ((0.2, 0.3, 0.4), 3)])
-def test_streams_match_task_sample(strengths, attribute_size):
-    """Both data paths (one draw per chunk, or task.sample per step) give task.sample's batches."""
-    tasks = [StaircaseTask(strengths, attribute_size), StaircaseTask((0.25, 0.25, 0.25), attribute_size)]
-    seeds, n, steps = [7, 8], 32, 5
-    streams = _Streams(tasks, seeds, n, steps, torch.device("cpu"), lambda tok, lab: (tok, lab))
-    streams.per_chunk = 2  # several refills, the last one short
-    assert streams.fast == (attribute_size in (2, 4))
-    gens = [torch.Generator().manual_seed(s) for s in seeds]
-    for _ in range(steps):
-        tokens, labels = streams.next()
-        for k, task in enumerate(tasks):
-            want = task.sample(n, gens[k])
-            assert torch.equal(tokens[k].long(), want.tokens) and torch.equal(labels[k].long(), want.labels)
+def test_stream_draws_chunks_with_the_tasks_own_sampler():
+    """Step s of member k is slice s of one task.sample(chunk_steps * n) call with generator seed seeds[k]; the
+    chunk size does not depend on the ensemble, so a member's data are the same alone or with others."""
+    tasks = [StaircaseTask((0.2, 0.3, 0.4), 3), StaircaseTask((0.25, 0.25, 0.25), 3, reverse=True)]
+    n = 4096
+    stream = BatchStream(tasks, [7, 8], n, torch.device("cpu"))
+    alone = BatchStream(tasks[1:], [8], n, torch.device("cpu"))
+    assert stream.chunk_steps == alone.chunk_steps == CHUNK_SAMPLES // n
+    chunks = [task.sample(n * stream.chunk_steps, torch.Generator().manual_seed(s)) for task, s in zip(tasks, (7, 8))]
+    for step in range(stream.chunk_steps + 1):  # into the second chunk
+        tokens, labels = stream.next()
+        solo_tokens, _ = alone.next()
+        assert torch.equal(tokens[1], solo_tokens[0]), "member 1 must see the same data alone"
+        if step < stream.chunk_steps:
+            for k in range(2):
+                assert torch.equal(tokens[k], chunks[k].tokens[step * n:(step + 1) * n])
+                assert torch.equal(labels[k], chunks[k].labels[step * n:(step + 1) * n])
 
 
 def test_histories_shapes_and_models_updated():
@@ -144,14 +157,3 @@ def test_bad_inputs_raise_with_the_argument_name():
         train_ensemble(good, TASK, config, seeds=[1, -2])
     with pytest.raises(TypeError, match="config"):
         train_ensemble(good, TASK, {"steps": 10})
-
-
-def test_reversed_tasks_use_the_fast_data_path_and_match_task_sample():
-    from staircase_lib.ensemble import _Streams
-
-    task = StaircaseTask(strengths=(0.2, 0.4, 0.3), reverse=True)
-    streams = _Streams([task, task], [3, 4], 64, 2, torch.device("cpu"), lambda tokens, labels: (tokens, labels))
-    assert streams.fast, "a reversed StaircaseTask should be drawn in chunks"
-    tokens, labels = streams.next()
-    expected = task.sample(64, torch.Generator().manual_seed(3))
-    assert torch.equal(tokens[0].long(), expected.tokens) and torch.equal(labels[0].long(), expected.labels)

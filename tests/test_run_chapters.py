@@ -61,34 +61,18 @@ def test_the_guard_allows_loopback_and_blocks_other_hosts(run_chapters: ModuleTy
 
 
 @pytest.mark.slow
-def test_a_chapter_must_pass_twice_in_one_kernel_offline(run_chapters: ModuleType, tmp_path: Path) -> None:
-    good = run_chapters.run_twice(_notebook(tmp_path / "01_good.ipynb", "x = 1", "x += 1\nassert x == 2"))
-    assert good.error is None and len(good.passes) == 2, good
-    tagged = run_chapters.run_twice(_notebook(tmp_path / "02_tagged.ipynb", "1 / 0", tags=("raises-exception",)))
-    assert tagged.error is None, "a cell tagged raises-exception may raise"
-
-    once = run_chapters.run_twice(_notebook(
-        tmp_path / "03_once.ipynb", "assert 'seen' not in globals(), 'left over from the first pass'\nseen = True"))
-    assert len(once.passes) == 1 and once.error.startswith("pass 2:"), once
-    assert "left over from the first pass" in once.error
-
-    online = run_chapters.run_twice(_notebook(
-        tmp_path / "04_online.ipynb", "import urllib.request\nurllib.request.urlopen('http://example.org', timeout=5)"))
-    assert online.passes == [] and online.error.startswith("pass 1:"), online
-    assert "network access is blocked" in online.error
-
-
-def test_status_and_report(run_chapters: ModuleType, capsys: pytest.CaptureFixture[str],
-                           monkeypatch: pytest.MonkeyPatch) -> None:
-    Run = run_chapters.Run
-    assert run_chapters.status(Run("a", [10.0, 5.0]), limit=90) == "ok"
-    assert run_chapters.status(Run("a", [91.0, 5.0]), limit=90).startswith("TOO SLOW")
-    assert run_chapters.status(Run("a", [10.0], "pass 2: boom"), limit=90) == "FAILED in pass 2"
-
-    runs = {"01_a": Run("01_a", [10.0, 4.0]), "02_b": Run("02_b", [], "pass 1: boom")}
-    monkeypatch.setattr(run_chapters, "run_twice", lambda path: runs[path.stem])
-    assert run_chapters.main(["chapters/01_a.ipynb"]) == 0
-    assert run_chapters.main(["chapters/01_a.ipynb", "chapters/02_b.ipynb"]) == 1
-    out, err = capsys.readouterr()
-    assert "01_a        10.0      4.0  ok" in out and "02_b           -        -  FAILED in pass 1" in out
-    assert "02_b.ipynb: pass 1: boom" in err and "1 chapter(s) failed" in err
+def test_notebooks_run_once_under_nbval_offline_and_within_budget(run_chapters: ModuleType, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    good = _notebook(tmp_path / "01_good.ipynb", "x = 1", "x += 1\nassert x == 2")
+    tagged = _notebook(tmp_path / "02_tagged.ipynb", "1 / 0", tags=("raises-exception",))
+    assert run_chapters.main([str(good), str(tagged)]) == 0, "a passing notebook and a tagged raise pass"
+    failing = _notebook(tmp_path / "03_fails.ipynb", "assert False, 'the claim does not hold'")
+    assert run_chapters.main([str(failing)]) != 0, "a failing cell fails the run"
+    online = _notebook(tmp_path / "04_online.ipynb",
+                       "import urllib.request\nurllib.request.urlopen('http://example.org', timeout=5)")
+    assert run_chapters.main([str(online)]) != 0, "the kernel must be offline"
+    slow = _notebook(tmp_path / "05_slow.ipynb", "import time\ntime.sleep(2)")
+    monkeypatch.setenv("CHAPTER_TIME_LIMIT", "1")
+    assert run_chapters.main([str(slow)]) != 0, "a notebook over the time limit fails the run"
+    monkeypatch.setenv("CHAPTER_TIME_LIMIT", "60")
+    assert run_chapters.main([str(slow)]) == 0

@@ -12,7 +12,8 @@ import torch
 
 import staircase_lib
 from staircase_lib import runtime
-from staircase_lib.runtime import is_headless, resolve_device, seed_everything, setup
+from staircase_lib.runtime import is_headless, resolve_device, seed_everything
+from staircase_lib.session import setup
 
 
 @pytest.fixture

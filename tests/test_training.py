@@ -9,7 +9,17 @@ import torch
 
 from staircase_lib.models import EmbLinear, EmbMLP
 from staircase_lib.tasks import StaircaseTask
-from staircase_lib.training import History, TrainConfig, _train_autograd, _uses_fast_path, train
+from staircase_lib.training import History, TrainConfig, record_steps, train
+from staircase_lib.training.data import CHUNK_SAMPLES
+from staircase_lib.training.embmlp_kernel import EmbMLPKernel
+
+
+def _train_autograd(model, task, cfg, probes=None):
+    """The same run on the autograd engine (the reference for the Emb-MLP kernel)."""
+    return train(model, task, dataclasses.replace(cfg, engine="autograd"), probes)
+
+
+_uses_fast_path = EmbMLPKernel.supports
 
 
 def small_model(seed=0, **kwargs):
@@ -109,11 +119,15 @@ class InterruptingTask:
         return self.task.sample(n, generator)
 
 
+# batches of CHUNK_SAMPLES / 4 samples: the stream draws 4 steps per call of task.sample
+CHUNKED = dict(batch_size=CHUNK_SAMPLES // 4, eval_size=64)
+
+
 def test_keyboard_interrupt_returns_the_partial_history():
-    # call 1 is the evaluation batch; calls 2.. are training steps 0, 1, ...; stopping at call 8 stops in step 6
-    history = train(small_model(), InterruptingTask(stop_at=8), config(steps=100, record_every=2))
+    # call 1 is the evaluation batch, call 2 draws steps 0-3; call 3 (for step 4) is interrupted
+    history = train(small_model(), InterruptingTask(stop_at=3), config(steps=100, record_every=2, **CHUNKED))
     assert history.interrupted, "an interrupted run must say so"
-    assert history.steps.tolist() == [0, 2, 4, 6], "the steps recorded before the interrupt are kept"
+    assert history.steps.tolist() == [0, 2, 4], "the steps recorded before the interrupt are kept"
     t = len(history.steps)
     assert history.loss.shape == (t,) and history.accuracy.shape == (t,) and history.embeddings.shape[0] == t
     assert torch.isfinite(history.loss).all(), "no unrecorded (empty) slots may leak into the history"
@@ -191,7 +205,7 @@ def test_emb_mlp_takes_the_fast_path_and_matches_the_autograd_loop(task):
         fast_model, slow_model = small_model(), small_model()
         fast = train(fast_model, task, config(steps=40, record_every=10, optimizer=optimizer, lr=lr))
         slow = _train_autograd(slow_model, task, config(steps=40, record_every=10, optimizer=optimizer, lr=lr))
-        assert fast.extras == {} and fast.config == slow.config
+        assert fast.extras == {} and dataclasses.replace(fast.config, engine="autograd") == slow.config
         assert torch.equal(fast.steps, slow.steps)
         torch.testing.assert_close(fast.loss, slow.loss, rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(fast.accuracy, slow.accuracy, rtol=0, atol=2e-3)
@@ -215,8 +229,8 @@ def test_generic_loop_is_bit_reproducible_and_keeps_its_guards(task):
         model.embedding.fill_(float("nan"))
     with pytest.raises(FloatingPointError, match=r"nan at step 0 with lr=0\.01"):
         _train_autograd(model, task, config(steps=5))
-    history = _train_autograd(small_model(), InterruptingTask(stop_at=8), config(steps=100, record_every=2))
-    assert history.interrupted and history.steps.tolist() == [0, 2, 4, 6]
+    history = _train_autograd(small_model(), InterruptingTask(stop_at=3), config(steps=100, record_every=2, **CHUNKED))
+    assert history.interrupted and history.steps.tolist() == [0, 2, 4]
 
 
 # ----- frozen and transplanted embeddings, probe batches ------------------------------------------------
@@ -283,3 +297,20 @@ def test_probes_agree_between_the_two_paths(task):
     fast = train(small_model(seed=6), task, config(steps=20), probes)
     slow = _train_autograd(small_model(seed=6), task, config(steps=20), probes)
     torch.testing.assert_close(fast.probes["p"]["loss"], slow.probes["p"]["loss"], rtol=1e-4, atol=1e-5)
+
+
+def test_log_schedule_is_dense_early_and_ends_at_the_last_step():
+    marks = record_steps(TrainConfig(steps=5000, record="log", records_per_decade=10)).tolist()
+    assert marks[:6] == [0, 1, 2, 3, 4, 5] and marks[-1] == 5000
+    assert marks == sorted(set(marks)), "marks are distinct and sorted"
+    gaps = [b / a for a, b in zip(marks[1:], marks[2:]) if a >= 20]  # integers are denser than 10 per decade
+    assert max(gaps) <= 10 ** 0.1 + 0.05 and len(marks) < 45, "about ten records per decade"
+    assert record_steps(TrainConfig(steps=30, record_every=10)).tolist() == [0, 10, 20, 30]
+    with pytest.raises(ValueError, match="record"):
+        TrainConfig(steps=10, record="cubic")
+
+
+def test_log_schedule_trains_and_records_at_its_marks(task):
+    history = train(small_model(), task, config(steps=120, record="log", records_per_decade=5))
+    assert history.steps.tolist() == record_steps(history.config).tolist()
+    assert history.embeddings.shape[0] == len(history.steps)

@@ -6,7 +6,7 @@ from typing import Sequence
 import torch
 
 from ..models import ACTIVATIONS, AttentionModel
-from .feedforward import exact_signature_drives
+from ..signatures import exact_signature_drives
 
 __all__ = ["attention_embedding_velocity", "attention_deviation"]
 

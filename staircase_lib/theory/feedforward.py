@@ -6,17 +6,16 @@ from typing import Sequence
 import torch
 
 from .._checks import check_positive_int
-from ..models import ACTIVATION_SLOPE_AT_ZERO
+from ..models import ACTIVATION_SLOPE_AT_ZERO, EmbMLP
+from ..signatures import exact_signature_drives
 
-__all__ = ["exact_signature_drives", "predicted_embedding_velocity", "predicted_weight_velocities",
-            "autograd_embedding_velocity"]
+__all__ = ["exact_signature_drives", "mlp_embedding_velocity", "predicted_weight_velocities",
+           "autograd_embedding_velocity"]
 
 _CHUNK = 1 << 15  # sequences per forward pass in autograd_embedding_velocity
 
 
 def _check_embmlp(model) -> None:
-    from ..models import EmbMLP
-
     if not isinstance(model, EmbMLP):
         raise TypeError(f"model must be an EmbMLP, got {type(model).__name__}")
     if model.activation not in ACTIVATION_SLOPE_AT_ZERO:
@@ -24,30 +23,12 @@ def _check_embmlp(model) -> None:
                          f"one of {sorted(ACTIVATION_SLOPE_AT_ZERO)}")
 
 
-def exact_signature_drives(task, reference: torch.Tensor | None = None) -> torch.Tensor:
-    """Exact order-0 drives ``S^(i)_v = f^(i)_v (psi^(i)_v - q)`` of a task (eq. 1.3): Tensor[L, V, C].
-
-    Tokens are uniform at every position (``f = 1/V``); ``reference`` is ``q`` (default: the label marginal).
-    """
-    q = task.label_marginal() if reference is None else reference
-    psi = torch.stack([task.label_signature(i) for i in range(task.seq_len)])
-    return (psi - q.to(psi.dtype)) / task.vocab_size
-
-
-def predicted_embedding_velocity(model, task, terms: Sequence[str] = ("direct", "mean_pool")) -> torch.Tensor:
-    """Leading-order embedding velocity: Tensor[V, d]. Emb-MLP: Proposition 1 (eq. 3.2); attention
-    model: eq. (4.2), see :func:`staircase_lib.theory.attention.attention_embedding_velocity` (``terms``
-    selects its direct and mean-pool parts; an Emb-MLP has only one term).
+def mlp_embedding_velocity(model: EmbMLP, task) -> torch.Tensor:
+    """Leading-order embedding velocity of an Emb-MLP: Tensor[V, d].
 
     ``dE/dt = sigma'(0) sum_i S^(i) W_2 W_1^(i)`` (concat) or ``sigma'(0) S W_2 W_1`` (sum), with the exact
     signatures of ``task`` and the reference ``q = softmax(b_2)`` the model predicts at small weights.
     """
-    from ..models import AttentionModel
-
-    if isinstance(model, AttentionModel):
-        from .attention import attention_embedding_velocity
-
-        return attention_embedding_velocity(model, task, terms)
     _check_embmlp(model)
     with torch.no_grad():
         q = torch.softmax(model.readout.bias.detach().cpu().double(), 0)

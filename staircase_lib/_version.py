@@ -1,0 +1,2 @@
+"""The course version: one place."""
+__version__ = "0.1.0"

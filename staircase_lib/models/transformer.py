@@ -1,0 +1,194 @@
+"""One small transformer, nanoGPT style (embeddings + positions, blocks of multi-head self-attention and an
+MLP on a residual stream, optional LayerNorm) with a readout option; :class:`AttentionModel` (a classifier,
+Chapter 5) and :class:`TinyGPT` (a next-token language model, Chapter 8) are named configurations of it.
+
+LayerNorm is off by default: the small-initialization theory does not cover it. Every weight, the
+embeddings and the positions follow the gamma convention (std ``fan_in ** -gamma``).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .._checks import check_choice, check_positive_int, check_tokens
+from ..metrics import attention_entropy
+from .base import ACTIVATIONS, TokenModel
+
+__all__ = ["Transformer", "AttentionModel", "TinyGPT", "attention_snapshot"]
+
+READOUTS = ("last", "mean", "all")
+
+
+class Block(nn.Module):
+    """One transformer block: ``h + W_O attn(W_Q x, W_K x, W_V x)`` then ``h + mlp_out(act(mlp_in(h)))``.
+
+    Weights ``query``/``key``/``value``/``output`` (d x d, no bias), the optional MLP ``mlp_in`` (m x d)
+    and ``mlp_out`` (d x m), and LayerNorms ``norm_attn``/``norm_mlp`` only with ``layer_norm=True``.
+    """
+
+    def __init__(self, owner: "Transformer", d_hidden: int | None):
+        super().__init__()
+        d = owner.d_embed
+        self.n_heads, self.causal, self.activation = owner.n_heads, owner.causal, owner.activation
+        self.query, self.key, self.value, self.output = (owner._linear(d, d, bias=False) for _ in range(4))
+        if d_hidden:
+            self.mlp_in, self.mlp_out = owner._linear(d, d_hidden), owner._linear(d_hidden, d)
+        if owner.layer_norm:
+            self.norm_attn = nn.LayerNorm(d)
+            if d_hidden:
+                self.norm_mlp = nn.LayerNorm(d)
+
+    def _norm(self, name: str, h: torch.Tensor) -> torch.Tensor:
+        return getattr(self, name)(h) if hasattr(self, name) else h
+
+    def forward(self, h: torch.Tensor, last_only: bool = False,
+                need_attention: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Residual stream Tensor[N, L, d] -> (Tensor[N, Lq, d], attention Tensor[N, H, Lq, L] or None).
+
+        ``last_only=True`` computes only the last query position (Lq = 1): all a last-position readout needs.
+        """
+        x = self._norm("norm_attn", h)
+        if last_only:
+            h = h[..., -1:, :]
+        queries = x[..., -1:, :] if last_only else x
+
+        def heads(y: torch.Tensor) -> torch.Tensor:  # [N, L, d] -> [N, H, L, d/H]
+            return y.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
+
+        q, k, v = heads(self.query(queries)), heads(self.key(x)), heads(self.value(x))
+        attention = None
+        if need_attention or last_only:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # [N, H, Lq, L]
+            if self.causal:
+                length = k.shape[-2]
+                future = torch.ones(length, length, dtype=torch.bool, device=h.device).triu(1)
+                scores = scores.masked_fill(future[length - q.shape[-2]:], float("-inf"))
+            attention = torch.softmax(scores, dim=-1)
+            mixed = attention @ v
+        else:  # fused kernel when the maps are not needed
+            mixed = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        h = h + self.output(mixed.transpose(-3, -2).flatten(-2))
+        if hasattr(self, "mlp_in"):
+            h = h + self.mlp_out(ACTIVATIONS[self.activation](self.mlp_in(self._norm("norm_mlp", h))))
+        return h, attention
+
+
+class Transformer(TokenModel):
+    """Transformer over ``h_i = e_{x_i} + p_i`` (``positions`` Tensor[L, d]) with ``n_layers`` blocks.
+
+    ``readout``: ``"last"`` (logits ``W_U u_{L-1} + b`` of the last position: Tensor[N, C]), ``"mean"``
+    (from the mean over positions: Tensor[N, C]) or ``"all"`` (every position: Tensor[N, L, C]).
+    ``tied=True`` uses the embedding matrix as the unembedding (needs ``n_labels == vocab_size``).
+    ``forward(tokens, return_attention=False)``; with ``return_attention=True`` also the attention maps
+    Tensor[N, n_layers, n_heads, L, L] (rows: queries).
+    """
+
+    def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
+                 n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
+                 readout: str = "last", causal: bool = False, layer_norm: bool = False, tied: bool = False,
+                 gamma: float = 1.0, seed: int = 0):
+        super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
+        check_positive_int("n_layers", n_layers)
+        check_positive_int("n_heads", n_heads)
+        if d_embed % n_heads:
+            raise ValueError(f"d_embed={d_embed} must be divisible by n_heads={n_heads}")
+        for name, flag in (("mlp", mlp), ("causal", causal), ("layer_norm", layer_norm), ("tied", tied)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
+        if d_hidden is not None:
+            check_positive_int("d_hidden", d_hidden)
+        if tied and n_labels != vocab_size:
+            raise ValueError(f"tied=True needs n_labels == vocab_size, got {n_labels} and {vocab_size}")
+        self.activation = check_choice("activation", activation, list(ACTIVATIONS))
+        self.readout_mode = check_choice("readout", readout, list(READOUTS))
+        self.n_layers, self.n_heads, self.causal = n_layers, n_heads, causal
+        self.layer_norm, self.tied = layer_norm, tied
+        self.d_hidden = (d_hidden or 4 * d_embed) if mlp else None
+        self.positions = nn.Parameter(self._normal(seq_len, d_embed, fan_in=d_embed))
+        self.blocks = nn.ModuleList(Block(self, self.d_hidden) for _ in range(n_layers))
+        if layer_norm:
+            self.norm_out = nn.LayerNorm(d_embed)
+        if tied:
+            self.readout_bias = nn.Parameter(torch.zeros(vocab_size))
+        else:
+            self.readout = self._linear(d_embed, n_labels)
+
+    def unembedding(self) -> torch.Tensor:
+        """The output embeddings ``W_U``: Tensor[C, d] (the embedding matrix itself when tied)."""
+        return self.embedding if self.tied else self.readout.weight
+
+    def _run(self, tokens: torch.Tensor, need_attention: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        h = nn.functional.embedding(tokens, self.embedding) + self.positions[: tokens.shape[-1]]
+        maps = []
+        for index, block in enumerate(self.blocks):
+            last_only = self.readout_mode == "last" and not need_attention and index == self.n_layers - 1
+            h, attention = block(h, last_only=last_only, need_attention=need_attention)
+            maps.append(attention)
+        u = self.norm_out(h) if self.layer_norm else h
+        pooled = {"last": lambda: u[..., -1, :], "mean": lambda: u.mean(-2), "all": lambda: u}[self.readout_mode]()
+        if self.tied:
+            logits = pooled @ self.embedding.T + self.readout_bias
+        else:
+            logits = self.readout(pooled)
+        return logits, (torch.stack(maps, dim=-4) if need_attention else None)
+
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits without input checks (the training loop's hot path): Tensor[N, C] or Tensor[N, L, C]."""
+        return self._run(tokens, need_attention=False)[0]
+
+    def forward(self, tokens: torch.Tensor, return_attention: bool = False):
+        """Logits (see the class); with ``return_attention=True`` also Tensor[N, n_layers, n_heads, L, L]."""
+        self._check_input(tokens)
+        logits, attention = self._run(tokens, need_attention=return_attention)
+        return (logits, attention) if return_attention else logits
+
+    def attention_maps(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Attention of every layer and head: Tensor[N, n_layers, n_heads, L, L] (rows sum to 1)."""
+        self._check_input(tokens)
+        with torch.no_grad():
+            return self._run(tokens, need_attention=True)[1]
+
+    def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What the training loop records at each snapshot (no input checks): the batch-mean attention map
+        ``attention`` Tensor[n_layers, n_heads, L, L] and the batch-mean normalized entropy of every query
+        row ``attention_entropy`` Tensor[n_layers, n_heads, L] (see ``metrics.attention_entropy``)."""
+        return attention_snapshot(self._run(tokens, need_attention=True)[1], self.causal)
+
+
+def attention_snapshot(maps: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+    """Batch means of attention maps Tensor[N, layers, heads, L, L] and of their row entropies."""
+    return {"attention": maps.mean(0), "attention_entropy": attention_entropy(maps, causal=causal).mean(0)}
+
+
+class AttentionModel(Transformer):
+    """Transformer classifier (Chapter 5): logits read out at the last position (``readout="last"``) or
+    from the mean over positions (``readout="mean"``); ``forward(tokens: LongTensor[N, L]) -> Tensor[N, C]``.
+    """
+
+    def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
+                 n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
+                 readout: str = "last", causal: bool = False, layer_norm: bool = False, gamma: float = 1.0,
+                 seed: int = 0):
+        check_choice("readout", readout, ["last", "mean"])
+        super().__init__(vocab_size, seq_len, n_labels, d_embed, n_layers, n_heads, mlp, d_hidden, activation,
+                         readout, causal, layer_norm, tied=False, gamma=gamma, seed=seed)
+
+
+class TinyGPT(Transformer):
+    """Causal transformer language model (Chapter 8): next-token logits at every position,
+    ``forward(tokens: LongTensor[N, L]) -> Tensor[N, L, V]`` for any ``1 <= L <= seq_len``; with
+    ``tied=True`` the unembedding is the embedding matrix (``W_U = E``)."""
+
+    def __init__(self, vocab_size: int, seq_len: int, d_embed: int = 32, n_layers: int = 1, n_heads: int = 1,
+                 mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu", layer_norm: bool = False,
+                 tied: bool = False, gamma: float = 1.0, seed: int = 0):
+        super().__init__(vocab_size, seq_len, vocab_size, d_embed, n_layers, n_heads, mlp, d_hidden, activation,
+                         "all", True, layer_norm, tied, gamma, seed)
+
+    def _check_input(self, tokens: torch.Tensor) -> None:
+        check_tokens("tokens", tokens, self.vocab_size)
+        if not 1 <= tokens.shape[1] <= self.seq_len:
+            raise ValueError(f"tokens must have shape [N, L] with 1 <= L <= {self.seq_len}, "
+                             f"got {tuple(tokens.shape)}")

@@ -1,0 +1,197 @@
+"""Training: one loop for every model and for ensembles of models.
+
+Read it top down: :func:`train` trains one model and is ``train_ensemble([model], ...)[0]``;
+:func:`train_ensemble` checks its arguments, builds the members' engine (:mod:`.batched`: autograd over
+parameters stacked along a member axis; :mod:`.embmlp_kernel`: the Emb-MLP's hand-written fast path),
+their data streams (:mod:`.data`) and evaluation batches, and hands them to the one loop (:mod:`.loop`),
+which records a :class:`History` per member on the schedule of :mod:`.config`.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping, Protocol, Sequence
+
+import torch
+from torch import nn
+
+from .._checks import check_labels, check_tokens
+from ..runtime import capped_threads, resolve_device, training_threads
+from ..tasks import Batch
+from .batched import AutogradMembers
+from .config import History, TrainConfig, record_steps
+from .data import BatchStream, evaluation_batches
+from .embmlp_kernel import EmbMLPKernel
+from .loop import run
+
+__all__ = ["TrainConfig", "History", "record_steps", "train", "train_ensemble", "check_probes"]
+
+# attributes that must agree between the members of an ensemble (where a model has them)
+_ARCHITECTURE = ("vocab_size", "seq_len", "n_labels", "d_embed", "d_hidden", "activation", "pool", "n_layers",
+                 "n_heads", "readout_mode", "causal", "layer_norm", "tied")
+
+
+class SupportsSample(Protocol):
+    """What training needs from a task: sizes and ``sample(n, generator) -> Batch``."""
+
+    vocab_size: int
+    seq_len: int
+    n_labels: int
+
+    def sample(self, n: int, generator: torch.Generator | None = None) -> Batch: ...
+
+
+def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
+          probes: Mapping[str, Batch] | None = None) -> History:
+    """Train ``model`` in place on fresh samples of ``task`` with cross-entropy; return its :class:`History`.
+
+    Each step draws ``config.batch_size`` new samples. Loss and accuracy are measured on a fixed
+    evaluation batch at each recorded step, where the embedding matrix is snapshotted too. Next-token
+    models (logits Tensor[N, L, V], labels LongTensor[N, L]) average over every position. ``probes``
+    maps names to extra batches whose loss and accuracy are recorded at the same steps
+    (``history.probes[name]``). Raises ``FloatingPointError`` if the loss becomes NaN or infinite; on
+    ``KeyboardInterrupt`` the history so far is returned with ``interrupted=True``.
+    """
+    _check_model(model, "model")
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    history = train_ensemble([model], task, config, seeds=[config.seed], probes=probes)[0]
+    history.extras = {k: v for k, v in history.extras.items() if k not in ("ensemble_size", "member")}
+    return history
+
+
+def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[SupportsSample] | None,
+                   config: TrainConfig, tasks: Sequence[SupportsSample] | None = None,
+                   seeds: Sequence[int] | None = None, probes: Mapping[str, Batch] | None = None) -> list[History]:
+    """Train K models of one architecture together (one batched run); return one :class:`History` each.
+
+    Members may differ in seed, ``gamma`` and task: ``task`` is one task for all, or a list of K tasks
+    (or pass ``task=None, tasks=[...]``). Member ``k`` draws its data with seed ``seeds[k]`` (default
+    ``config.seed + k``) and its History equals that of ``train(models[k], tasks[k], replace(config,
+    seed=seeds[k]))`` up to float rounding; ``History.seconds`` is the ensemble's wall time. The trained
+    parameters are copied back into ``models``; frozen parameters (``requires_grad=False``, the same in
+    every member) stay bit-identical.
+    """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    models = _check_models(models)
+    tasks = _check_tasks(task, tasks, models)
+    seeds = _check_seeds(seeds, config, len(models))
+    probes = check_probes(probes, models[0].vocab_size, models[0].seq_len, models[0].n_labels)
+    device = resolve_device(config.device)
+    torch.manual_seed(config.seed)
+    for model in models:
+        if config.freeze_embeddings:
+            model.embedding.requires_grad_(False)
+        model.to(device).train()
+    K = len(models)
+    with capped_threads(training_threads()):  # see runtime.training_threads: steady beside other work
+        if config.engine == "auto" and EmbMLPKernel.supports(models[0]):
+            engine = EmbMLPKernel(models, config.optimizer, config.lr)
+        else:
+            engine = AutogradMembers(models, config.optimizer, config.lr)
+        marks = record_steps(config)
+        records = run(engine, BatchStream(tasks, seeds, config.batch_size, device), config.steps, marks.tolist(),
+                      evaluation_batches(tasks, seeds, config.eval_size, device),
+                      {name: (b.tokens.to(device).expand(K, -1, -1), b.labels.to(device).expand(K, -1))
+                       for name, b in probes.items()},
+                      config.lr, config.progress,
+                      describe_member=lambda k: (f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma})"
+                                                 if K > 1 else "loss"))
+    for model in models:
+        model.eval()
+    T = len(records.loss)
+
+    def over_time(values: list[torch.Tensor], k: int) -> torch.Tensor:
+        return torch.stack([v[k] for v in values]).cpu()
+
+    return [History(steps=marks[:T].clone(), loss=over_time(records.loss, k), accuracy=over_time(records.accuracy, k),
+                    embeddings=over_time(records.embeddings, k), config=replace(config, seed=seeds[k]),
+                    seconds=records.seconds, interrupted=records.interrupted,
+                    extras={"ensemble_size": K, "member": k,
+                            **{name: over_time(values, k) for name, values in records.extras.items()}},
+                    probes={name: {"loss": over_time([v[0] for v in values], k),
+                                   "accuracy": over_time([v[1] for v in values], k)}
+                            for name, values in records.probes.items()})
+            for k in range(K)]
+
+
+def check_probes(probes, vocab_size: int, seq_len: int, n_labels: int) -> dict[str, Batch]:
+    """Check a ``{name: Batch}`` mapping of probe batches against the model's sizes; returns a dict."""
+    if probes is None:
+        return {}
+    if not isinstance(probes, Mapping):
+        raise TypeError(f"probes must be a dict of name -> Batch, got {type(probes).__name__}")
+    for name, batch in probes.items():
+        if not isinstance(name, str) or not isinstance(batch, Batch):
+            raise TypeError(f"probes must map str names to Batch objects, got {name!r}: {type(batch).__name__}")
+        check_tokens(f"probes[{name!r}].tokens", batch.tokens, vocab_size)
+        if batch.tokens.shape[1] != seq_len:
+            raise ValueError(f"probes[{name!r}].tokens must have shape [N, {seq_len}], "
+                             f"got {tuple(batch.tokens.shape)}")
+        check_labels(f"probes[{name!r}].labels", batch.labels, batch.tokens.shape[0], n_labels)
+    return dict(probes)
+
+
+def _check_model(model, where: str) -> None:
+    if not isinstance(model, nn.Module) or not callable(getattr(model, "logits", None)) \
+            or not hasattr(model, "embedding"):
+        raise TypeError(f"{where} must be a staircase_lib model (nn.Module with .embedding and .logits), "
+                        f"got {type(model).__name__}")
+
+
+def _check_models(models) -> list[nn.Module]:
+    if isinstance(models, nn.Module):
+        models = [models]
+    if not isinstance(models, (list, tuple)) or len(models) == 0:
+        raise ValueError(f"models must be a non-empty list of staircase_lib models, got {models!r:.80}")
+    for k, model in enumerate(models):
+        _check_model(model, f"models[{k}]")
+    first = models[0]
+    for k, model in enumerate(models[1:], start=1):
+        if type(model) is not type(first):
+            raise ValueError(f"models[{k}] is a {type(model).__name__} but models[0] a {type(first).__name__}; "
+                             "an ensemble needs one architecture")
+        for name in _ARCHITECTURE:
+            if getattr(model, name, None) != getattr(first, name, None):
+                raise ValueError(f"models[{k}].{name}={getattr(model, name)!r} differs from models[0].{name}="
+                                 f"{getattr(first, name)!r}; an ensemble needs one architecture "
+                                 "(seed and gamma may differ)")
+        if [p.requires_grad for p in model.parameters()] != [p.requires_grad for p in first.parameters()]:
+            raise ValueError(f"models[{k}] freezes other parameters than models[0] (requires_grad differs)")
+    if len({id(m) for m in models}) != len(models):
+        raise ValueError("models must be distinct objects (the same model appears twice)")
+    return list(models)
+
+
+def _check_tasks(task, tasks, models: list) -> list:
+    if task is not None and tasks is not None:
+        raise ValueError("pass either task (one task, or a list with one per member) or tasks, not both")
+    given = tasks if tasks is not None else task
+    name = "tasks" if tasks is not None else "task"
+    if given is None:
+        raise ValueError("task must be given (or tasks, one per member)")
+    one_task = not isinstance(given, (list, tuple))
+    if one_task:
+        given = [given] * len(models)
+    elif len(given) != len(models):
+        raise ValueError(f"{name} must hold one task per model ({len(models)}), got {len(given)}")
+    for k, t in enumerate(given):
+        where = name if one_task else f"{name}[{k}]"
+        if not callable(getattr(t, "sample", None)):
+            raise TypeError(f"{where} must have a sample(n, generator) method, got {type(t).__name__}")
+        for attr in ("vocab_size", "seq_len", "n_labels"):
+            if getattr(t, attr, None) != getattr(models[0], attr):
+                raise ValueError(f"{where}.{attr}={getattr(t, attr, None)} does not match model.{attr}="
+                                 f"{getattr(models[0], attr)}")
+    return list(given)
+
+
+def _check_seeds(seeds, config: TrainConfig, k: int) -> list[int]:
+    if seeds is None:
+        return [config.seed + i for i in range(k)]
+    if not isinstance(seeds, (list, tuple)) or len(seeds) != k:
+        raise ValueError(f"seeds must be a list of {k} non-negative ints (one per model), got {seeds!r}")
+    for i, s in enumerate(seeds):
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise ValueError(f"seeds[{i}] must be a non-negative int, got {s!r}")
+    return list(seeds)

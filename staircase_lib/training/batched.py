@@ -1,0 +1,119 @@
+"""K models of one architecture trained as one run, with autograd.
+
+The members' parameters are stacked along a leading member axis (``torch.func.stack_module_state``) and
+one call of ``torch.func.vmap`` over ``functional_call(model.logits)`` runs every member's forward pass
+in the same batched kernels. The loss is the sum of the members' mean losses, so member ``k``'s gradient
+is that of its own loss, and one optimizer over the stacked tensors updates each member exactly as its
+own optimizer would (Adam and SGD act element by element). One member (K = 1) trains its own parameters
+directly, without stacking.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+from torch.nn import functional as F
+
+__all__ = ["AutogradMembers", "make_optimizer", "member_losses", "member_accuracies"]
+
+
+def make_optimizer(name: str, params: list[torch.Tensor], lr: float) -> torch.optim.Optimizer:
+    """``torch.optim.Adam`` (fused into one kernel where the device supports it) or plain SGD."""
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    fused = all(p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in params)
+    return torch.optim.Adam(params, lr=lr, fused=fused or None)
+
+
+def member_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Each member's mean cross-entropy: logits Tensor[K, N, C] (or [K, N, L, C] for next-token models,
+    averaged over every position), labels LongTensor[K, N] (or [K, N, L]) -> Tensor[K]."""
+    per_sample = F.cross_entropy(logits.flatten(0, -2), labels.flatten(), reduction="none")
+    return per_sample.view(labels.shape[0], -1).mean(1)
+
+
+def member_accuracies(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Each member's accuracy (argmax prediction equals the label): Tensor[K]."""
+    return (logits.argmax(-1) == labels).flatten(1).float().mean(1)
+
+
+class _Method(nn.Module):
+    """Calls ``getattr(model, name)`` as its forward, so ``functional_call`` can run any model method."""
+
+    def __init__(self, model: nn.Module, name: str):
+        super().__init__()
+        self.model, self.name = model, name
+
+    def forward(self, *args: torch.Tensor):
+        return getattr(self.model, self.name)(*args)
+
+
+class AutogradMembers:
+    """K models trained together with autograd; the engine :func:`staircase_lib.training.loop.run` drives.
+
+    ``step(tokens [K, n, L], labels)`` takes one optimizer step for every member; ``evaluate`` returns
+    each member's loss and accuracy Tensor[K]; ``embeddings()`` Tensor[K, V, d]; ``snapshot(tokens)``
+    the model's ``training_snapshot`` per member (dict of Tensor[K, ...]); ``write_back()`` leaves the
+    trained parameters in the member models.
+    """
+
+    def __init__(self, models: list[nn.Module], optimizer: str, lr: float):
+        self.models = models
+        self.template = models[0]
+        if len(models) == 1:  # train the model's own parameters: nothing to stack
+            self.params = dict(self.template.named_parameters())
+        else:
+            params, _ = stack_module_state(models)  # leaves [K, ...], requires_grad as in the members
+            self.params = params
+        trainable = [p for p in self.params.values() if p.requires_grad]
+        self.optimizer = make_optimizer(optimizer, trainable, lr)
+        self._logits = self._per_member("logits")
+        self._has_snapshot = callable(getattr(self.template, "training_snapshot", None))
+
+    def _per_member(self, method: str) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``method`` of every member on its own tokens [K, N, L] (outputs stacked along the member axis)."""
+        if len(self.models) == 1:
+            return lambda tokens: getattr(self.template, method)(tokens[0]).unsqueeze(0)
+        wrapper = _Method(self.template, method)
+        named = {f"model.{name}": value for name, value in self.params.items()}
+
+        def member(params, tokens):
+            return functional_call(wrapper, params, (tokens,))
+        batched = vmap(member)
+        return lambda tokens: batched(named, tokens)
+
+    def step(self, tokens: torch.Tensor, labels: torch.Tensor) -> None:
+        loss = member_losses(self._logits(tokens), labels).sum()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+
+    @torch.no_grad()
+    def evaluate(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self._logits(tokens)
+        return member_losses(logits, labels), member_accuracies(logits, labels)
+
+    def embeddings(self) -> torch.Tensor:
+        embedding = self.params["embedding"].detach()
+        return embedding.unsqueeze(0) if len(self.models) == 1 else embedding
+
+    @torch.no_grad()
+    def snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The model's ``training_snapshot`` of each member (one member at a time: it checks its input)."""
+        if not self._has_snapshot:
+            return {}
+        wrapper = _Method(self.template, "training_snapshot")
+        outs = [functional_call(wrapper, {f"model.{name}": (value if len(self.models) == 1 else value[k])
+                                          for name, value in self.params.items()}, (tokens[k],))
+                for k in range(len(self.models))]
+        return {key: torch.stack([out[key] for out in outs]) for key in outs[0]}
+
+    @torch.no_grad()
+    def write_back(self) -> None:
+        if len(self.models) == 1:
+            return
+        for k, model in enumerate(self.models):
+            for name, value in model.named_parameters():
+                value.copy_(self.params[name][k])

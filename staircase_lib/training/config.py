@@ -1,0 +1,115 @@
+"""What a run is given (:class:`TrainConfig`) and what it records (:class:`History`), and when it records."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from .._checks import check_choice, check_finite_float, check_positive_int
+from ..runtime import resolve_device
+
+__all__ = ["TrainConfig", "History", "record_steps"]
+
+OPTIMIZERS = ("adam", "sgd")
+RECORD_SCHEDULES = ("linear", "log")
+ENGINES = ("auto", "autograd")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run; a run is a pure function of its config, model and task.
+
+    ``batch_size`` fresh samples per step (population training). Records (loss, accuracy, embeddings)
+    are taken at step 0, at the last step and in between on a schedule: ``record="linear"`` every
+    ``record_every`` steps, or ``record="log"`` at ``records_per_decade`` log-spaced steps per decade
+    (dense early, where the first stair rises; see :func:`record_steps`). ``eval_size`` samples form
+    the fixed batch on which loss and accuracy are recorded. ``progress=None`` shows a bar only to a
+    person. ``freeze_embeddings=True`` freezes the embedding matrix (it stays bit-identical).
+    ``engine="auto"`` trains an Emb-MLP on its hand-written batched kernel (faster on a CPU, same
+    results up to float rounding) and every other model with autograd; ``"autograd"`` uses autograd
+    for every model.
+    """
+
+    steps: int
+    lr: float = 1e-2
+    batch_size: int = 512
+    record_every: int = 100
+    seed: int = 0
+    optimizer: str = "adam"
+    eval_size: int = 4096
+    device: str = "auto"
+    progress: bool | None = None
+    freeze_embeddings: bool = False
+    record: str = "linear"
+    records_per_decade: int = 20
+    engine: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_positive_int("steps", self.steps)
+        check_finite_float("lr", self.lr, strictly_positive=True)
+        check_positive_int("batch_size", self.batch_size)
+        check_positive_int("record_every", self.record_every)
+        check_positive_int("eval_size", self.eval_size)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        resolve_device(self.device)  # validates the name and availability
+        if self.progress is not None and not isinstance(self.progress, bool):
+            raise TypeError(f"progress must be True, False or None, got {self.progress!r}")
+        if not isinstance(self.freeze_embeddings, bool):
+            raise TypeError(f"freeze_embeddings must be True or False, got {self.freeze_embeddings!r}")
+        check_choice("record", self.record, RECORD_SCHEDULES)
+        check_positive_int("records_per_decade", self.records_per_decade)
+        check_choice("engine", self.engine, ENGINES)
+
+
+def record_steps(config: TrainConfig) -> torch.Tensor:
+    """The steps a run records at: LongTensor[T], sorted, from 0 to ``config.steps`` inclusive.
+
+    ``"linear"``: 0, ``record_every``, 2 ``record_every``, ... ``"log"``: 0 and the distinct integers
+    ``round(10 ** (j / records_per_decade))``, j = 0, 1, ..., up to ``steps``.
+    """
+    if config.record == "linear":
+        marks = list(range(0, config.steps + 1, config.record_every))
+    else:
+        top = math.log10(config.steps) * config.records_per_decade
+        marks = sorted({0} | {round(10 ** (j / config.records_per_decade)) for j in range(math.floor(top) + 1)})
+    if marks[-1] != config.steps:
+        marks.append(config.steps)
+    return torch.tensor(marks, dtype=torch.long)
+
+
+@dataclass
+class History:
+    """What a run recorded, on the CPU, at ``steps`` LongTensor[T]: ``loss`` and ``accuracy`` Tensor[T]
+    on the evaluation batch, ``embeddings`` Tensor[T, V, d]; ``interrupted`` is True if training was
+    stopped by the user (what was recorded up to then is kept).
+
+    ``extras`` holds what the model's ``training_snapshot`` returned at each record, stacked over time
+    (for a transformer: ``attention`` Tensor[T, layers, heads, L, L] and ``attention_entropy``
+    Tensor[T, layers, heads, L]), and for a member of an ensemble ``ensemble_size`` and ``member``.
+    ``probes`` maps each probe batch's name to ``{"loss": Tensor[T], "accuracy": Tensor[T]}``.
+    """
+
+    steps: torch.Tensor
+    loss: torch.Tensor
+    accuracy: torch.Tensor
+    embeddings: torch.Tensor
+    config: TrainConfig
+    seconds: float = 0.0
+    interrupted: bool = False
+    extras: dict[str, torch.Tensor | int] = field(default_factory=dict)
+    probes: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: final loss, accuracy, steps and time."""
+        return (f"{int(self.steps[-1])} steps, final loss {float(self.loss[-1]):.4f}, "
+                f"accuracy {float(self.accuracy[-1]):.3f}, {self.seconds:.1f} s")
+
+    def as_dict(self) -> dict:
+        """Plain-dict view (for saving with ``torch.save``)."""
+        out = {k: getattr(self, k) for k in ("steps", "loss", "accuracy", "embeddings", "seconds", "interrupted")}
+        out["probes"] = self.probes
+        out["config"] = asdict(self.config)
+        return out

@@ -1,0 +1,150 @@
+"""K Emb-MLPs as one computation with a hand-written backward pass (the fast path for the course's
+workhorse model on a CPU; ``TrainConfig(engine="autograd")`` trains the same models with autograd).
+
+It exists because it measured faster: ``make bench`` runs both engines side by side (see
+``benchmarks/RESULTS.md``). The parameters live in one flat buffer, with views ``E`` [K, V, d],
+``W1`` [K, B, m, d] (B position blocks: L for concat pooling, 1 for sum), ``b1`` [K, m], ``W2`` [K, C, m]
+and ``b2`` [K, C]. The first layer is computed per token: ``P = E W1^T`` (Tensor[K, V, B*m]) holds every
+token's contribution at every position, a sequence's pre-activation is a sum of L rows of P (forward: a
+gather; backward: one scatter-add per position), so the matmuls act on V rows instead of N sequences.
+Cross-entropy's gradient is ``softmax(z) - onehot(y)``; the activation's derivative is ATen's own
+backward op (autograd's formula) where there is one, else autograd on the activation alone.
+One ``torch.optim.Adam(fused=True)`` step updates the flat buffer (Adam is elementwise, so this is
+exactly K separate optimizers).
+"""
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+from ..models import ACTIVATIONS, EmbMLP
+from .batched import make_optimizer
+
+__all__ = ["EmbMLPKernel", "activation_backward"]
+
+# (gradient wrt the output g, pre-activation a, output h) -> gradient wrt a
+_DERIVATIVES = {
+    "gelu": lambda g, a, h: torch.ops.aten.gelu_backward(g, a),
+    "silu": lambda g, a, h: torch.ops.aten.silu_backward(g, a),
+    "tanh": lambda g, a, h: torch.ops.aten.tanh_backward(g, h),
+    "relu": lambda g, a, h: g * (h > 0),
+    "identity": lambda g, a, h: g,
+    "linear": lambda g, a, h: g,
+    "quadratic": lambda g, a, h: g * (1 + a),
+}
+
+
+def activation_backward(name: str, grad: torch.Tensor, pre: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """Gradient through activation ``name`` (``out = act(pre)``): Tensor like ``pre``."""
+    if name in _DERIVATIVES:
+        return _DERIVATIVES[name](grad, pre, out)
+    with torch.enable_grad():  # an activation added to models.ACTIVATIONS later
+        leaf = pre.detach().requires_grad_(True)
+        return torch.autograd.grad(ACTIVATIONS[name](leaf), leaf, grad)[0]
+
+_PARAMETERS = ("embedding", "hidden.weight", "hidden.bias", "readout.weight", "readout.bias")
+
+
+class EmbMLPKernel:
+    """The engine interface of :class:`~staircase_lib.training.batched.AutogradMembers`, for plain Emb-MLPs."""
+
+    @staticmethod
+    def supports(model) -> bool:
+        """True for a plain EmbMLP (not a subclass, which may change ``logits``) with its five parameters."""
+        return type(model) is EmbMLP and tuple(n for n, _ in model.named_parameters()) == _PARAMETERS
+
+    def __init__(self, models: list[EmbMLP], optimizer: str, lr: float):
+        m0, device = models[0], models[0].embedding.device
+        K, V, d, m, C, L = len(models), m0.vocab_size, m0.d_embed, m0.d_hidden, m0.n_labels, m0.seq_len
+        B = L if m0.pool == "concat" else 1
+        self.models, self.K, self.V, self.d, self.m, self.C, self.L, self.B = models, K, V, d, m, C, L, B
+        shapes = [(K, V, d), (K, B, m, d), (K, m), (K, C, m), (K, C)]
+        sizes = [torch.Size(s).numel() for s in shapes]
+        self.theta = torch.empty(sum(sizes), device=device)
+        self.theta.grad = torch.zeros_like(self.theta)
+        self.params = [part.view(s) for part, s in zip(self.theta.split(sizes), shapes)]
+        self.grads = [part.view(s) for part, s in zip(self.theta.grad.split(sizes), shapes)]
+        self.trainable = [p.requires_grad for p in m0.parameters()]  # frozen ones keep a zero gradient
+        with torch.no_grad():
+            for k, model in enumerate(models):
+                E, w1, b1, W2, b2 = (p.detach() for p in model.parameters())
+                for view, value in zip(self.params, (E, w1.view(m, B, d).transpose(0, 1), b1, W2, b2)):
+                    view[k].copy_(value)
+        self.optimizer = make_optimizer(optimizer, [self.theta], lr)
+        self.activation_name, self.activation = m0.activation, ACTIVATIONS[m0.activation]
+        self.member_offset = torch.arange(K, device=device).view(K, 1, 1) * V
+        self.block = torch.arange(L, device=device) if B > 1 else torch.zeros(L, dtype=torch.long, device=device)
+
+    def _rows(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Row of P (the members' tables stacked) for tokens [k, n, L]: LongTensor[k * n, L]."""
+        return ((self.member_offset[: tokens.shape[0]] + tokens) * self.B + self.block).flatten(0, 1)
+
+    def _forward(self, tokens: torch.Tensor, members: slice = slice(None)):
+        """Pre-activations [k, n, m], hidden units [k, n, m], logits [k, n, C] and the rows used."""
+        E, W1, b1, W2, b2 = (p[members] for p in self.params)
+        k, n = tokens.shape[0], tokens.shape[1]
+        P = torch.bmm(E, W1.reshape(k, self.B * self.m, self.d).transpose(1, 2))  # [k, V, B*m]
+        if self.B > 1:  # the bias once per sequence: into position block 0's rows
+            P[:, :, : self.m] += b1[:, None]
+        rows = self._rows(tokens)
+        pre = F.embedding_bag(rows, P.view(-1, self.m), mode="sum").view(k, n, self.m)
+        if self.B == 1:
+            pre += b1[:, None]
+        return pre, rows
+
+    @torch.no_grad()
+    def step(self, tokens: torch.Tensor, labels: torch.Tensor) -> None:
+        E, W1, b1, W2, b2 = self.params
+        gE, gW1, gb1, gW2, gb2 = self.grads
+        K, V, B, m, d, n = self.K, self.V, self.B, self.m, self.d, tokens.shape[1]
+        pre, rows = self._forward(tokens)
+        hidden = self.activation(pre)
+        # logits transposed, [K, C, n]: softmax over C then runs along contiguous rows of n (faster for small C)
+        logits_t = torch.baddbmm(b2[:, :, None], W2, hidden.transpose(1, 2))
+        dz = torch.softmax(logits_t, 1)
+        dz.scatter_add_(1, labels[:, None, :], torch.full_like(dz[:, :1], -1.0)).div_(n)  # d(mean CE)/dz
+        if self.trainable[3]:
+            torch.bmm(dz, hidden, out=gW2)
+        if self.trainable[4]:
+            torch.sum(dz, 2, out=gb2)
+        dpre = activation_backward(self.activation_name, torch.bmm(dz.transpose(1, 2), W2), pre, hidden)  # [K, n, m]
+        if self.trainable[2]:
+            torch.sum(dpre, 1, out=gb1)
+        dP = torch.zeros(K * V * B, m, device=dpre.device)
+        flat = dpre.reshape(K * n, m)
+        for i in range(self.L):  # one scatter-add per position
+            dP.index_add_(0, rows[:, i], flat)
+        dP = dP.view(K, V, B * m)
+        if self.trainable[1]:
+            torch.bmm(dP.transpose(1, 2), E, out=gW1.view(K, B * m, d))
+        if self.trainable[0]:
+            torch.bmm(dP, W1.view(K, B * m, d), out=gE)
+        self.optimizer.step()
+
+    @torch.no_grad()
+    def evaluate(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        device = self.theta.device
+        losses, accuracies = torch.empty(self.K, device=device), torch.empty(self.K, device=device)
+        for k in range(self.K):  # one member at a time: evaluation batches can be large
+            pre, _ = self._forward(tokens[k: k + 1], slice(k, k + 1))
+            logits = torch.baddbmm(self.params[4][k: k + 1, None], self.activation(pre),
+                                   self.params[3][k: k + 1].transpose(1, 2))[0]
+            losses[k] = F.cross_entropy(logits, labels[k])
+            accuracies[k] = (logits.argmax(-1) == labels[k]).float().mean()
+        return losses, accuracies
+
+    def embeddings(self) -> torch.Tensor:
+        return self.params[0]
+
+    def snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {}
+
+    @torch.no_grad()
+    def write_back(self) -> None:
+        E, W1, b1, W2, b2 = self.params
+        for k, model in enumerate(self.models):
+            model.embedding.copy_(E[k])
+            model.hidden.weight.copy_(W1[k].transpose(0, 1).reshape(self.m, self.B * self.d))
+            model.hidden.bias.copy_(b1[k])
+            model.readout.weight.copy_(W2[k])
+            model.readout.bias.copy_(b2[k])
