@@ -463,7 +463,8 @@ def live_view(function: Callable[..., Any], controls: Mapping[str, Any], trains:
     """``ipywidgets.interactive`` for a person at a kernel (ipywidgets 7 and 8).
 
     ``trains=True`` (or ``manual=True``) puts a button under the controls and runs the function only when
-    it is pressed; every slider also updates only on release. While the function runs, a status line shows
+    it is pressed (and once at the start, at the default setting: make that cheap, for example by reusing a
+    run the chapter already trained); every slider also updates only on release. While the function runs, a status line shows
     an animated progress bar and the button is disabled; afterwards it says how long the run took. If the
     function has a ``progress`` parameter that is not a control, it receives a callable
     ``progress(fraction)`` that fills a determinate progress bar.
@@ -509,6 +510,8 @@ def live_view(function: Callable[..., Any], controls: Mapping[str, Any], trains:
                 child.continuous_update = False
     widget.children = (*widget.children[:-1], status, *((bar,) if takes_progress else ()), widget.children[-1])
     widget.status, widget.progress_bar = status, bar
+    if manual:  # draw the default setting once (chapters make it cheap by reusing a run), then wait for the button
+        widget.update()
     return widget
 
 

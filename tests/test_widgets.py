@@ -15,6 +15,8 @@ from ipywidgets.widgets.widget_link import Link
 from staircase_lib import widgets
 from staircase_lib.widgets import book_view, default_value, explore, grid_values, live_view, pick_frames, scrubber
 
+IPYWIDGETS_7 = not hasattr(ipywidgets, "Stack")
+
 
 @pytest.mark.parametrize("control, expected", [
     ((0, 10), 5),
@@ -107,6 +109,8 @@ def test_live_mode_displays_an_interactive_widget(monkeypatch):
     assert isinstance(widget, ipywidgets.interactive), f"live mode must build an ipywidgets.interactive, got {result!r}"
     sliders = [c for c in widget.children if isinstance(c, ipywidgets.IntSlider)]
     assert sliders and sliders[0].value == 3, "the slider starts at the function's default"
+    if not seen and IPYWIDGETS_7:  # ipywidgets 7 draws the first view when the widget is displayed
+        widget._handle_displayed()
     assert seen and seen[0] == (3, "gelu"), "the live view is drawn once at the defaults"
     sliders[0].value = 7
     assert seen[-1] == (7, "gelu"), "moving the slider re-runs the function"
@@ -126,6 +130,8 @@ def wave(frequency=2.0, kind="sin"):
     plt.show()
 
 
+needs_stack = pytest.mark.skipif(IPYWIDGETS_7, reason="ipywidgets 7 has no Stack (the Tab fallback is tested below)")
+
 IMG_ALT = re.compile(r'<img src="data:image/png;base64,([^"]+)" alt="([^"]*)"')
 
 
@@ -136,6 +142,7 @@ def leaves(widget):
     return [leaf for child in widget.children for leaf in leaves(child)]
 
 
+@needs_stack
 def test_book_view_builds_linked_nested_stacks():
     view = book_view(wave, dict(frequency=(1.0, 3.0, 0.5), kind=["sin", "cos"]),
                      alt="A {kind} wave of frequency {frequency}")
@@ -230,7 +237,7 @@ def test_grid_values(control, default, expected, kind):
 
 
 def test_ipywidgets_7_book_view_falls_back_to_tabs(monkeypatch):
-    monkeypatch.delattr(ipywidgets, "Stack")
+    monkeypatch.delattr(ipywidgets, "Stack", raising=False)  # under ipywidgets 7 itself, there is none
     view = book_view(wave, dict(frequency=(1.0, 3.0, 1.0), kind=["sin", "cos"]))
     outer = view.children[-1]
     assert type(outer) is ipywidgets.Tab and all(type(c) is ipywidgets.Tab for c in outer.children), \
@@ -258,7 +265,8 @@ def test_training_explorer_runs_on_the_button_only():
     slider = next(c for c in widget.children if isinstance(c, ipywidgets.FloatSlider))
     assert slider.continuous_update is False, "a training explorer's slider updates on release only"
     assert widget.manual_button.description == "Train"
-    assert calls == [], "nothing trains before the button is pressed"
+    assert calls == [(1.0, "gelu")], "the default setting is drawn once at the start (chapters reuse a run)"
+    calls.clear()
     for value in (0.5, 0.75, 1.0, 1.25):
         slider.value = value
     assert calls == [], f"moving the slider must not start a run per tick: {calls}"
