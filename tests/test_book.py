@@ -344,9 +344,22 @@ def check_explorers(page, screenshot_dir: Path | None = None, stem: str = "explo
     return records
 
 
+EXPLORER_CALL = re.compile(r"\bsl\.widgets\.(explore|scrubber)\(")
+
+
 def _pages_with_explorers(html_dir: Path) -> list[str]:
     return [d for d in DOCNAMES if _page(html_dir, d).is_file()
             and "staircase-explorer" in _page(html_dir, d).read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_every_explorer_call_gives_a_book_view(html_dir, docname):
+    # An explorer built in the default (static) view would show one frozen figure: the page needs one
+    # book view (the widget class staircase-explorer) per call in the source.
+    calls = len(EXPLORER_CALL.findall(_source_text(docname, "code")))
+    views = _page(html_dir, docname).read_text(encoding="utf-8").count('"staircase-explorer"')
+    assert views >= calls, (f"{docname}: {calls} explorer calls in the source but {views} book views on the page; "
+                            "build with STAIRCASE_HEADLESS=1 and without STAIRCASE_EXPLORERS=default")
 
 
 def test_explorers_respond_in_browser(html_dir, browser):
