@@ -392,8 +392,14 @@ def _settings_grid(function: Callable[..., Any], controls: Mapping[str, Any], gr
 def book_view(function: Callable[..., Any], controls: Mapping[str, Any], grid: Mapping[str, Any] | None = None,
               points: int = 3, alt: str | Callable[..., str] | None = None,
               labels: Mapping[str, str] | None = None, max_settings: int = MAX_SETTINGS,
-              dpi: float | None = None):
+              dpi: float | None = None, budget_s: float | None = None):
     """The book's widget tree for ``function`` over a grid of settings: controls ``jslink``-ed to nested stacks.
+
+    Cost guard for grids derived from the controls (``grid=None``): if the grid has more than
+    ``max_settings`` settings, or if ``budget_s`` is set and the settings drawn so far predict more than
+    ``budget_s`` seconds for all of them, it stops and returns the *fallback view* instead: the function at
+    its default setting and a note saying why and how to fix it (``grid=``). An explicit ``grid`` is the
+    author's choice: more than ``max_settings`` settings raise, and no time budget applies.
 
     Returns a ``VBox``: a note, one labelled control per varying parameter (a ``SelectionSlider`` for ranges,
     a ``Dropdown`` for options), then the frames. Each control's ``index`` is linked to the
@@ -407,14 +413,23 @@ def book_view(function: Callable[..., Any], controls: Mapping[str, Any], grid: M
     fixed, axes = _settings_grid(function, controls, grid, points)
     shape = {name: len(options) for name, options, _, _ in axes}
     settings = math.prod(shape.values())
+    sizes = " x ".join(f"{n} ({name})" for name, n in shape.items())
     if settings > max_settings:
-        sizes = " x ".join(f"{n} ({name})" for name, n in shape.items())
-        raise ValueError(f"{function.__name__}: the book would precompute {settings} settings ({sizes}), more than "
-                         f"max_settings={max_settings}; pass grid={{name: [values]}} with fewer values per control "
-                         f"(controls left out of grid stay at their default) or raise max_settings")
+        reason = (f"{function.__name__}: the book would precompute {settings} settings ({sizes}), more than "
+                  f"max_settings={max_settings}; pass grid={{name: [values]}} with fewer values per control "
+                  f"(controls left out of grid stay at their default) or raise max_settings")
+        if grid is not None:
+            raise ValueError(reason)
+        return _fallback_view(function, controls, alt, labels, dpi, reason)
     started = time.perf_counter()
     frames: list[Frame] = []
-    for choice in itertools.product(*(range(len(options)) for _, options, _, _ in axes)):
+    for done, choice in enumerate(itertools.product(*(range(len(options)) for _, options, _, _ in axes))):
+        elapsed = time.perf_counter() - started
+        if grid is None and budget_s is not None and done and elapsed / done * settings > budget_s:
+            reason = (f"{function.__name__}: {settings} settings ({sizes}) would take about "
+                      f"{elapsed / done * settings:.0f} s to precompute, over its budget of {budget_s:g} s; "
+                      f"pass grid={{name: [values]}} with fewer values (or trains=True with a grid)")
+            return _fallback_view(function, controls, alt, labels, dpi, reason)
         setting = dict(fixed)
         parts = []
         for (name, options, _, _), i in zip(axes, choice):
@@ -451,6 +466,26 @@ def book_view(function: Callable[..., Any], controls: Mapping[str, Any], grid: M
                        [f.png_bytes for f in frames])
     PRECOMPUTE_LOG.append(cost)
     box.links, box.frames, box.cost, box.controls_shown = links, frames, cost, book_controls
+    return box
+
+
+def _fallback_view(function, controls, alt, labels, dpi, reason: str):
+    """The function at its default setting with a note (why the book has no controls here, how to fix it)."""
+    import ipywidgets
+
+    signature = inspect.signature(function)
+    setting = {name: default_value(control, signature.parameters[name].default) for name, control in controls.items()}
+    label = ", ".join(f"{(labels or {}).get(k, k)} = {_format(v)}" for k, v in setting.items()) or "the default setting"
+    started = time.perf_counter()
+    frame = _render(function, setting, alt, label, dpi)
+    note = ipywidgets.HTML(value=f"<small>Shown at its default setting ({html.escape(label)}). Run the notebook in "
+                                 f"Jupyter or Colab to use the controls.</small>")
+    box = ipywidgets.VBox([note, ipywidgets.HTML(value=frame.html)])
+    box.add_class("staircase-explorer-fallback")  # the book test counts these as explorers without a book view
+    cost = Precomputed(function.__name__ + " (fallback: " + reason.split(": ", 1)[1] + ")", {}, 1,
+                       time.perf_counter() - started, frame.png_bytes, [frame.png_bytes])
+    PRECOMPUTE_LOG.append(cost)
+    box.links, box.frames, box.cost, box.controls_shown, box.reason = [], [frame], cost, [], reason
     return box
 
 
@@ -532,15 +567,17 @@ def _check(function: Callable[..., Any], controls: Mapping[str, Any]) -> inspect
 def explore(function: Callable[..., Any], static: bool | None = None, *, grid: Mapping[str, Any] | None = None,
             points: int = 3, alt: str | Callable[..., str] | None = None, labels: Mapping[str, str] | None = None,
             trains: bool = False, manual: bool | None = None, max_settings: int = MAX_SETTINGS,
-            **controls: Any) -> Any:
+            budget_s: float | None = 20.0, **controls: Any) -> Any:
     """Show ``function`` with controls, like ``ipywidgets.interact(function, **controls)``, in all three places.
 
     - **Book** (headless: the book build, nbval, scripts): precomputes a grid of settings and displays
       controls linked in the browser to the frames (see :func:`book_view`); the reader moves them without
       a kernel. The grid: ``grid={name: [values] or n_points}`` names the controls that vary (the others stay
       at their default); without ``grid`` every control varies, over all its options or ``points`` values of
-      its range (the default among them). The cost is the number of settings (at most ``max_settings``, an
-      error otherwise) times one call of ``function``: ``sl.widgets.precompute_report()`` lists it.
+      its range (the default among them). The cost is the number of settings times one call of
+      ``function``: ``sl.widgets.precompute_report()`` lists it. An explicit ``grid`` may have at most
+      ``max_settings`` settings (an error otherwise); a derived grid that has more, or that would take more
+      than ``budget_s`` seconds, falls back to the default view with a note (see :func:`book_view`).
     - **Live** (Jupyter, Colab; ipywidgets 7 or 8): ``ipywidgets.interactive``. ``trains=True`` marks an
       explorer that trains a model: it runs on a button with a progress indication, never per slider tick.
     - **Default** (``static=True`` or ``STAIRCASE_EXPLORERS=default``): the function runs once at its default
@@ -569,7 +606,7 @@ def explore(function: Callable[..., Any], static: bool | None = None, *, grid: M
 
     if mode == "book":
         display(book_view(function, controls, grid=grid, points=points, alt=alt, labels=labels,
-                          max_settings=max_settings))
+                          max_settings=max_settings, budget_s=budget_s))
     else:
         display(live_view(function, controls, trains=trains, manual=manual))
     return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import inspect
 import re
+import time
 
 import ipywidgets
 import matplotlib.pyplot as plt
@@ -202,12 +203,31 @@ def test_grid_chooses_what_varies_and_the_rest_stays_fixed():
         book_view(view, dict(a=(0, 10)), grid={"d": [1]})
 
 
-def test_too_many_settings_raise_with_the_cost():
+def test_too_many_settings_raise_for_an_explicit_grid():
     def view(a=0, b=0, c=0):
         pass
 
     with pytest.raises(ValueError, match=r"precompute 64 settings .*max_settings=48"):
-        book_view(view, dict(a=(0, 3), b=(0, 3), c=(0, 3)), points=4)
+        book_view(view, dict(a=(0, 3), b=(0, 3), c=(0, 3)), grid={"a": 4, "b": 4, "c": 4})
+
+
+def test_a_derived_grid_over_its_limits_falls_back_to_the_default_view():
+    calls = []
+
+    def view(a=1, b=2, c=3):
+        calls.append((a, b, c))
+        time.sleep(0.05)
+
+    box = book_view(view, dict(a=(0, 3), b=(0, 3), c=(0, 3)), points=4)
+    assert calls == [(1, 2, 3)], "too many settings: only the default setting is drawn"
+    assert "staircase-explorer-fallback" in box._dom_classes and not box.links
+    assert "64 settings" in box.reason and "default setting (a = 1, b = 2, c = 3)" in box.children[0].value
+    calls.clear()
+    box = book_view(view, dict(a=(0, 3), b=(0, 3)), budget_s=0.3)  # 9 settings x 0.05 s > 0.3 s
+    assert len(calls) <= 3 and calls[-1] == (1, 2, 3), f"stops once the budget is predicted to overrun: {calls}"
+    assert "over its budget of 0.3 s" in box.reason
+    assert len(book_view(view, dict(a=(0, 3), b=(0, 3)), grid={"a": 3, "b": 3}, budget_s=0.3).frames) == 9, \
+        "an explicit grid is the author's choice: no time budget"
 
 
 def test_cost_is_logged(monkeypatch):
