@@ -39,7 +39,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 vendor: $(VENDOR)
 
-$(VENDOR): tools/vendor_js.sh tools/mathjax_hub_shim.js
+$(VENDOR): tools/vendor_js.sh tools/mathjax_hub_shim.js tools/widget_a11y.js
 	tools/vendor_js.sh
 
 book: $(STAMP) $(VENDOR)

@@ -9,12 +9,37 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-__all__ = ["ORDER_COLORS", "use_course_style", "signature_heatmap", "kernel_heatmap", "staircase_plot",
+__all__ = ["ORDER_COLORS", "ORDER_LINESTYLES", "ORDER_MARKERS", "ORDER_STYLES", "order_style", "use_course_style", "signature_heatmap", "kernel_heatmap", "staircase_plot",
            "attention_heatmap",
            "gram_animation"]
 
-ORDER_COLORS = ("#1b6ca8", "#d9822b", "#2e8b57", "#8e44ad", "#c0392b")
-"""Colour of order 0, 1, 2, ... in every figure."""
+ORDER_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+"""Colour of order 0, 1, 2, ... in every figure: the Okabe-Ito palette, which readers with any common
+colour-vision deficiency can tell apart (blue, vermillion, bluish green, reddish purple, orange, sky blue,
+black). Yellow is left out: it is too light on the white background."""
+
+ORDER_LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (8, 2)))
+"""Line style of order 0, 1, 2, ...: orders differ by style as well as by colour (and in greyscale print)."""
+
+ORDER_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+"""Marker of order 0, 1, 2, ... (drawn sparsely along curves by :func:`order_style`)."""
+
+ORDER_STYLES = tuple({"color": c, "linestyle": ls, "marker": m}
+                     for c, ls, m in zip(ORDER_COLORS, ORDER_LINESTYLES, ORDER_MARKERS))
+"""Colour, line style and marker of order 0, 1, 2, ... as ``ax.plot`` keywords."""
+
+
+def order_style(order: int, markers: bool = True, markevery: float = 0.1) -> dict:
+    """``ax.plot`` keywords for order ``order``: colour, line style and (when ``markers``) a marker about
+    every ``markevery`` of the line's length on screen (so log axes get evenly spaced markers too)."""
+    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
+        raise ValueError(f"order must be a non-negative int, got {order!r}")
+    style = dict(ORDER_STYLES[order % len(ORDER_STYLES)])
+    if markers:
+        style.update(markevery=markevery, markersize=5)
+    else:
+        del style["marker"]
+    return style
 
 _STYLE = {
     "figure.facecolor": "white",
@@ -28,7 +53,8 @@ _STYLE = {
     "axes.titlesize": 11,
     "axes.labelsize": 10,
     "legend.frameon": False,
-    "axes.prop_cycle": mpl.cycler(color=list(ORDER_COLORS)),
+    # colour and line style together: the n-th line of a plot differs from the others in both
+    "axes.prop_cycle": mpl.cycler(color=list(ORDER_COLORS)) + mpl.cycler(linestyle=list(ORDER_LINESTYLES)),
 }
 
 
@@ -92,14 +118,15 @@ def attention_heatmap(attention: torch.Tensor, ax: plt.Axes | None = None, title
 def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss: torch.Tensor | None = None,
                    stair_times: Sequence[int | None] | None = None, ax: plt.Axes | None = None, logx: bool = True,
                    title: str = "The Context Staircase", chance: float | None = None) -> plt.Axes:
-    """Alignment curves (one per order) and optionally the loss on a second axis, stair times marked."""
+    """Alignment curves (one per order, told apart by colour, line style and marker: :data:`ORDER_STYLES`) and
+    optionally the loss on a second axis; stair times are thin vertical lines in the order's colour."""
     ax = _axes(ax, (7.0, 3.6))
     x = steps.detach().cpu().double().clamp_min(1) if logx else steps.detach().cpu().double()
     for k, (label, curve) in enumerate(curves.items()):
-        color = ORDER_COLORS[k % len(ORDER_COLORS)]
-        ax.plot(x.numpy(), curve.detach().cpu().numpy(), color=color, lw=2, label=label)
+        style = order_style(k)
+        ax.plot(x.numpy(), curve.detach().cpu().numpy(), lw=2, label=label, **style)
         if stair_times is not None and k < len(stair_times) and stair_times[k] is not None:
-            ax.axvline(max(stair_times[k], 1), color=color, ls="--", lw=1)
+            ax.axvline(max(stair_times[k], 1), color=style["color"], ls=(0, (2, 2)), lw=1, alpha=0.9)
     if chance is not None:
         ax.axhline(chance, color="grey", ls=":", lw=1, label="chance")
     ax.set(xlabel="training step" + (" (log scale)" if logx else ""), ylabel="alignment (linear CKA)",
@@ -108,7 +135,7 @@ def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss
         ax.set_xscale("log")
     if loss is not None:
         twin = ax.twinx()
-        twin.plot(x.numpy(), loss.detach().cpu().numpy(), color="black", lw=1, alpha=0.6, label="loss")
+        twin.plot(x.numpy(), loss.detach().cpu().numpy(), color="black", ls="-", lw=1, alpha=0.6, label="loss")
         twin.set_ylabel("loss (cross-entropy, nats)")
         twin.grid(False)
         twin.spines["right"].set_visible(True)

@@ -268,3 +268,116 @@ def test_page_renders_in_browser(html_dir, browser, docname):
     assert state["unrenderedWidgets"] == 0, f"widgets did not render; {report}"
     assert not network, f"the page tried to reach the network: {network}"
     assert not console_errors, f"JavaScript errors in the console: {console_errors}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Explorers: every control of every explorer changes the figure in the browser, with no kernel
+
+EXPLORER_STATE_JS = """(root) => {
+  const visible = el => el.offsetParent !== null && getComputedStyle(el).visibility !== 'hidden';
+  const images = [...root.querySelectorAll('img')].filter(visible);
+  const controls = [...root.querySelectorAll('.staircase-explorer-control')].map(c => {
+    const handle = c.querySelector('.noUi-handle');
+    const select = c.querySelector('select');
+    const label = c.querySelector('.widget-label');
+    const labelledSelect = select && select.id && document.querySelector(`label[for="${select.id}"]`);
+    return {
+      kind: handle ? 'slider' : select ? 'dropdown' : 'other',
+      label: label ? label.textContent.trim() : '',
+      name: handle ? (handle.getAttribute('aria-label') || '')
+          : select ? (select.getAttribute('aria-label') || (labelledSelect ? labelledSelect.textContent.trim() : ''))
+          : '',
+      value: handle ? handle.getAttribute('aria-valuenow') : select ? String(select.selectedIndex) : null,
+      atEnd: handle ? handle.getAttribute('aria-valuenow') === handle.getAttribute('aria-valuemax')
+          : select ? select.selectedIndex === select.options.length - 1 : false,
+    };
+  });
+  return {srcs: images.map(img => img.getAttribute('src')), alts: images.map(img => img.getAttribute('alt') || ''),
+          controls};
+}"""
+
+BAD_ALT = re.compile(r"\.(png|jpe?g|svg|gif)\b|[0-9a-f]{16}|^\s*$", re.IGNORECASE)
+
+
+def check_explorers(page, screenshot_dir: Path | None = None, stem: str = "explorer") -> list[dict]:
+    """Move every control of every explorer (`sl.widgets.explore`/`scrubber` book views) on a loaded page
+    from the keyboard and check the shown figure changes. Returns one record per control moved; raises
+    AssertionError on an explorer that does not respond, an unnamed control or an image without a real alt text.
+
+    Sliders: focus the handle, press ArrowRight (ArrowLeft at the right end). Dropdowns: focus the select,
+    press ArrowDown (ArrowUp at the last option). Each move must change the visible image's data.
+    """
+    explorers = page.locator(".staircase-explorer")
+    records = []
+    for e in range(explorers.count()):
+        root = explorers.nth(e)
+        root.scroll_into_view_if_needed()
+        state = root.evaluate(EXPLORER_STATE_JS)
+        where = f"explorer {e + 1} on {page.url}"
+        assert state["srcs"], f"{where} shows no image"
+        assert state["controls"], f"{where} has no controls"
+        for alt in state["alts"]:
+            assert not BAD_ALT.search(alt), f"{where}: image alt text {alt!r} is empty or a file name/hash"
+        for c, control in enumerate(state["controls"]):
+            assert control["label"], f"{where}: control {c + 1} has no visible label"
+            assert control["name"] == control["label"], (
+                f"{where}: control {c + 1}'s accessible name {control['name']!r} must match its label "
+                f"{control['label']!r}")
+            widget = root.locator(".staircase-explorer-control").nth(c)
+            target = widget.locator(".noUi-handle" if control["kind"] == "slider" else "select")
+            target.focus()
+            forward = "ArrowRight" if control["kind"] == "slider" else "ArrowDown"
+            backward = "ArrowLeft" if control["kind"] == "slider" else "ArrowUp"
+            page.keyboard.press(backward if control["atEnd"] else forward)
+            page.wait_for_timeout(200)
+            after = root.evaluate(EXPLORER_STATE_JS)
+            moved = after["controls"][c]["value"] != control["value"]
+            assert moved, f"{where}: the keyboard did not move control {control['label']!r}"
+            assert after["srcs"] and after["srcs"] != state["srcs"], (
+                f"{where}: moving {control['label']!r} did not change the figure (the explorer is frozen)")
+            if screenshot_dir is not None:
+                screenshot_dir.mkdir(parents=True, exist_ok=True)
+                root.screenshot(path=str(screenshot_dir / f"{stem}-{e + 1}-{c + 1}.png"))
+            records.append({"explorer": e + 1, "control": control["label"], "kind": control["kind"],
+                            "before": state["alts"], "after": after["alts"]})
+            state = after
+    return records
+
+
+EXPLORER_CALL = re.compile(r"\bsl\.widgets\.(explore|scrubber)\(")
+
+
+def _pages_with_explorers(html_dir: Path) -> list[str]:
+    return [d for d in DOCNAMES if _page(html_dir, d).is_file()
+            and "staircase-explorer" in _page(html_dir, d).read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_every_explorer_call_gives_a_book_view(html_dir, docname):
+    # An explorer built in the default (static) view would show one frozen figure: the page needs one
+    # book view (the widget class staircase-explorer) per call in the source.
+    calls = len(EXPLORER_CALL.findall(_source_text(docname, "code")))
+    views = _page(html_dir, docname).read_text(encoding="utf-8").count('"staircase-explorer"')
+    assert views >= calls, (f"{docname}: {calls} explorer calls in the source but {views} book views on the page; "
+                            "build with STAIRCASE_HEADLESS=1 and without STAIRCASE_EXPLORERS=default")
+
+
+def test_explorers_respond_in_browser(html_dir, browser):
+    pages = _pages_with_explorers(html_dir)
+    if not pages:
+        pytest.skip("no page of the built book has a book-mode explorer (sl.widgets.explore) yet")
+    problems = []
+    for docname in pages:
+        context = browser.new_context(viewport={"width": 1280, "height": 1400})
+        context.route(re.compile(r"^https?://"), lambda route: route.abort())
+        page = context.new_page()
+        try:
+            page.goto(_page(html_dir, docname).as_uri(), wait_until="load")
+            page.wait_for_function(WAIT_RENDERED_JS, timeout=20_000)
+            page.wait_for_selector(".staircase-explorer img", timeout=20_000)
+            check_explorers(page, SCREENSHOTS / "explorers", Path(docname).name)
+        except AssertionError as error:
+            problems.append(f"{docname}: {error}")
+        finally:
+            context.close()
+    assert not problems, "explorers that do not respond in the browser:\n" + "\n".join(problems)

@@ -25,8 +25,44 @@ def test_use_course_style_sets_opaque_backgrounds():
     mpl.rcParams["figure.facecolor"] = "none"
     plotting.use_course_style()
     assert mpl.rcParams["figure.facecolor"] == "white" and mpl.rcParams["savefig.facecolor"] == "white"
-    colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
-    assert colors[:3] == list(plotting.ORDER_COLORS[:3]), "the colour cycle starts with the order colours"
+    cycle = mpl.rcParams["axes.prop_cycle"].by_key()
+    assert cycle["color"][:3] == list(plotting.ORDER_COLORS[:3]), "the colour cycle starts with the order colours"
+    assert cycle["linestyle"][:3] == ["-", "--", "-."], "the cycle varies the line style with the colour"
+
+
+# The Okabe-Ito palette (Okabe & Ito 2008, "Color Universal Design"), without yellow.
+OKABE_ITO = {"#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000"}
+
+
+def _relative_luminance(hex_color: str) -> float:
+    channels = [int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_order_colors_are_okabe_ito_and_visible_on_white():
+    assert set(plotting.ORDER_COLORS) <= OKABE_ITO, f"ORDER_COLORS must come from Okabe-Ito: {plotting.ORDER_COLORS}"
+    assert len(set(plotting.ORDER_COLORS)) == len(plotting.ORDER_COLORS), "no colour is used twice"
+    for color in plotting.ORDER_COLORS[:4]:  # the orders the chapters draw: WCAG 1.4.11 asks 3:1 for graphics
+        contrast = 1.05 / (_relative_luminance(color) + 0.05)
+        assert contrast >= 3.0, f"order colour {color} has contrast {contrast:.2f} on white, below 3:1"
+
+
+def test_order_styles_differ_in_every_channel():
+    styles = plotting.ORDER_STYLES
+    assert len(styles) == len(plotting.ORDER_COLORS)
+    for key in ("color", "linestyle", "marker"):
+        values = [repr(s[key]) for s in styles]
+        assert len(set(values)) == len(values), f"two orders share the {key}: {values}"
+    assert plotting.order_style(1) == dict(styles[1], markevery=0.1, markersize=5)
+    assert "marker" not in plotting.order_style(0, markers=False)
+    assert plotting.order_style(len(styles))["color"] == styles[0]["color"], "styles repeat after the last one"
+    with pytest.raises(ValueError, match="non-negative int"):
+        plotting.order_style(-1)
+    fig, ax = plt.subplots()
+    for k in range(3):
+        ax.plot([1, 2, 3], [k, k, k], **plotting.order_style(k))
+    draw(ax)
 
 
 def test_signature_heatmap_draws_nan_rows():
@@ -76,8 +112,15 @@ def test_staircase_plot_with_everything():
     legend_texts = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "loss" in legend_texts, "the loss on the twin axis is in the legend too"
     assert len(ax.figure.axes) == 2, "the loss gets a second y-axis"
-    dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
-    assert len(dashed) == 2, "one dashed marker per known stair time (None is skipped)"
+    vertical = [line for line in ax.lines if len(set(line.get_xdata())) == 1]
+    assert len(vertical) == 2, "one vertical marker per known stair time (None is skipped)"
+    assert [line.get_color() for line in vertical] == [plotting.ORDER_COLORS[0], plotting.ORDER_COLORS[2]], \
+        "each stair time is marked in its order's colour"
+    curves_drawn = [line for line in ax.lines if line.get_label() in curves]
+    styles = [(line.get_color(), line.get_linestyle(), line.get_marker()) for line in curves_drawn]
+    assert len(set(s[1] for s in styles)) == 3 and len(set(s[2] for s in styles)) == 3, \
+        f"orders must differ by line style and marker, not only by colour: {styles}"
+    assert all(line.get_markevery() == 0.1 for line in curves_drawn), "markers are sparse (markevery)"
     assert ax.get_ylim() == (-0.02, 1.02)
 
 

@@ -66,6 +66,8 @@ cp x/html-manager/package/LICENSE "$out/html-manager/LICENSE" 2>/dev/null || tru
 
 # Our own MathJax 2 -> 3 adapter for the html-manager (see the file's header).
 cp "$root/tools/mathjax_hub_shim.js" "$out/mathjax-hub-shim.js"
+# Our own accessible names for slider handles (see the file's header).
+cp "$root/tools/widget_a11y.js" "$out/widget-a11y.js"
 
 # Replace the previous copy in one step, then mark it complete.
 mkdir -p "$root/_vendor"
