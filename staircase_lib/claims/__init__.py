@@ -7,6 +7,7 @@ order, the identity activation) and checks that it fails there.
 """
 from __future__ import annotations
 
+from . import ch1, ch2, ch3, ch4, ch5, ch6, ch7, ch8, ch9
 from .base import Claim, glue
 
-__all__ = ["Claim", "glue"]
+__all__ = ["Claim", "glue", "ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "ch9"]

@@ -1,0 +1,4 @@
+"""Claims of Chapter 9 (see :mod:`staircase_lib.claims`)."""
+from __future__ import annotations
+
+__all__: list[str] = []
