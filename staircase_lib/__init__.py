@@ -4,12 +4,13 @@ Data flow: ``tasks`` -> ``signatures`` -> ``models``/``training`` -> ``metrics``
 """
 __version__ = "0.1.0"
 
-from . import (cache, corpus, ensemble, exercises, metrics, models, plotting, results, signatures, tasks,  # noqa: E402
+from . import (a11y, cache, corpus, ensemble, exercises, metrics, models, plotting, results, signatures, tasks,  # noqa: E402
                theory, training, widgets)
 from .runtime import resolve_device, setup  # noqa: E402
 
 __all__ = [
     "__version__",
+    "a11y",
     "cache",
     "corpus",
     "ensemble",
