@@ -1,8 +1,9 @@
-/* Accessible names that match what the controls show (WCAG 2.1 SC 2.5.3 "Label in Name").
- * pydata-sphinx-theme 0.17.1 and myst-nb 1.4.0 write a few controls whose aria-label differs from their
- * visible text, so speech-input users cannot say what they see (axe-core: label-content-name-mismatch).
- * They come from the packages' templates, which this book cannot change, so this script mends them in the
- * page. It is the book's own file (Jupyter Book adds every .js under _static/ to every page); vendored
+/* Accessibility mends for markup that the book's packages write and this repository cannot change.
+ * - WCAG 2.1 SC 2.5.3 "Label in Name": pydata-sphinx-theme 0.17.1 and myst-nb 1.4.0 write a few controls
+ *   whose aria-label differs from their visible text, so speech-input users cannot say what they see
+ *   (axe-core: label-content-name-mismatch).
+ * - docutils 0.21 writes citation lists whose entries are no list items (axe: aria-required-children).
+ * It is the book's own file (Jupyter Book adds every .js under _static/ to every page); vendored
  * JavaScript never goes under _static/ (see TOOLCHAIN.md, P4).
  */
 (function () {
@@ -41,7 +42,16 @@
       function (summary) { summary.removeAttribute("aria-label"); });
   }
 
+  // docutils 0.21 writes a citation list as role="list" whose entries have role="doc-biblioentry", a role
+  // that DPUB-ARIA 1.1 deprecated and that is no list item, so the list has no items for assistive
+  // technology (axe: aria-required-children, critical). They are list items.
+  function mendCitationLists() {
+    document.querySelectorAll('.citation-list[role="list"] > [role="doc-biblioentry"]').forEach(
+      function (entry) { entry.setAttribute("role", "listitem"); });
+  }
+
   function mendAll() {
+    mendCitationLists();
     mendSearchButtons();
     mendThemeSwitch();
     mendCellToggles();
