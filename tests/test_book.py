@@ -344,6 +344,7 @@ def a11y_scan(browser, html_dir):
             return cache[docname]
         context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light")
         context.route(re.compile(r"^https?://"), lambda route: route.abort())
+        context.set_default_timeout(120_000)  # a chapter page with its math is slow to load on a busy machine
         try:
             page = context.new_page()
             page.goto(_page(html_dir, docname).as_uri(), wait_until="load")
