@@ -5,13 +5,14 @@ Layers, each importing only from its own or a lower one (``tests/test_layers.py`
 -> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets`` -> ``exercises``/``coursework``/``session``.
 """
 from ._version import __version__
-from . import (cache, claims, corpus, ensemble, exercises, metrics, models, plotting, results, signatures, tasks,  # noqa: E402
+from . import (a11y, cache, claims, corpus, ensemble, exercises, metrics, models, plotting, results, signatures, tasks,  # noqa: E402
                theory, training, widgets)
 from .runtime import resolve_device  # noqa: E402
 from .session import setup  # noqa: E402
 
 __all__ = [
     "__version__",
+    "a11y",
     "cache",
     "claims",
     "corpus",

@@ -381,3 +381,157 @@ def test_explorers_respond_in_browser(html_dir, browser):
         finally:
             context.close()
     assert not problems, "explorers that do not respond in the browser:\n" + "\n".join(problems)
+
+
+# --------------------------------------------------------------------------------------------------
+# Accessibility (WCAG 2.1 AA): axe-core in the browser on every page, in light and in dark mode, and the
+# figures' alt texts. axe-core comes bundled in the pip package axe-playwright-python (no network).
+
+# axe marks "label in name" (WCAG 2.5.3) experimental, so it is off by default: switch it on.
+AXE_EXTRA_RULES = ("label-content-name-mismatch",)
+AXE_FAILING_IMPACTS = ("critical", "serious")
+# Critical/serious violations that this repository cannot fix (theme or package upstream). Each entry:
+# (axe rule id, a regex that the node's CSS selector or HTML must match, the upstream cause). Keep it short;
+# an entry that no page needs any more fails test_accessibility_allow_list_is_used.
+# Empty today: the theme-level failures found (label-in-name mismatches of pydata-sphinx-theme's search and
+# colour-mode buttons and of myst-nb's hidden-cell toggles, link contrast on sphinx-book-theme's tinted
+# boxes, docutils' citation list) are mended by _static/a11y.js and _static/a11y.css instead. An entry looks
+# like ("label-content-name-mismatch", r"theme-switch-button", "pydata-sphinx-theme 0.17.1: ...").
+# Moderate and minor findings (the sidebar logo outside a landmark) do not fail the test.
+AXE_ALLOWED: list[tuple[str, str, str]] = [
+]
+# Alt texts that are a file name or a content hash: what myst-nb writes when a cell carries no alt text.
+FILENAME_ALT = re.compile(r"\.(png|svg|jpe?g|gif|webp)\s*$|[0-9a-f]{32,}", re.IGNORECASE)
+
+OPEN_EVERYTHING_JS = """() => {
+  // What a reader can open (dropdowns, hidden code, solutions, toggles) is scanned too.
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-hidden').forEach(el => el.classList.remove('toggle-hidden'));
+}"""
+
+AXE_RUN_JS = """async ([extra, only]) => {
+  const rules = {};
+  extra.forEach(id => { rules[id] = {enabled: true}; });
+  const options = only ? {runOnly: {type: 'rule', values: only}} : {rules};
+  options.resultTypes = ['violations'];
+  const result = await axe.run(document, options);
+  return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => ({target: n.target.join(' '), html: n.html.slice(0, 240),
+                              summary: (n.failureSummary || '').slice(0, 300)}))}));
+}"""
+
+IMAGES_JS = """() => [...document.images].map(img => ({
+  src: (img.getAttribute('src') || '').slice(0, 120),
+  alt: img.getAttribute('alt'),
+  content: !!img.closest('.bd-article'),
+  where: (img.closest('[id]') || {}).id || '',
+}))"""
+
+
+DARK_MODE_JS = """() => {
+  // What the theme's colour-mode button does: pydata-sphinx-theme styles html[data-theme="dark"].
+  // No CSS transitions: the scan must see the dark colours, not a blend on the way there.
+  const style = document.createElement('style');
+  style.textContent = '*, *::before, *::after { transition: none !important; animation: none !important; }';
+  document.head.appendChild(style);
+  const before = getComputedStyle(document.body).backgroundColor;
+  document.documentElement.dataset.mode = 'dark';
+  document.documentElement.dataset.theme = 'dark';
+  return [before, getComputedStyle(document.body).backgroundColor];
+}"""
+
+
+@pytest.fixture(scope="module")
+def a11y_scan(browser, html_dir):
+    """scan(docname) -> {"light": violations, "dark": violations, "images": [...]}, once per page.
+
+    The page is rendered (math, widgets, images) in light mode and scanned with every axe rule, then
+    switched to dark mode as the theme's button does and scanned again for colour contrast only (dark
+    mode changes colours, nothing else)."""
+    from axe_playwright_python.base import AXE_SCRIPT
+
+    cache: dict[str, dict] = {}
+
+    def scan(docname: str) -> dict:
+        if docname in cache:
+            return cache[docname]
+        context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light")
+        context.route(re.compile(r"^https?://"), lambda route: route.abort())
+        context.set_default_timeout(120_000)  # a chapter page with its math is slow to load on a busy machine
+        try:
+            page = context.new_page()
+            page.goto(_page(html_dir, docname).as_uri(), wait_until="load")
+            try:
+                page.wait_for_function(WAIT_RENDERED_JS, timeout=20_000)
+            except Exception:  # noqa: BLE001 - test_page_renders_in_browser reports what is missing
+                pass
+            page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+            result = {"images": page.evaluate(IMAGES_JS)}
+            page.evaluate(OPEN_EVERYTHING_JS)
+            page.evaluate(AXE_SCRIPT)
+            result["light"] = page.evaluate(AXE_RUN_JS, [list(AXE_EXTRA_RULES), None])
+            light_bg, dark_bg = page.evaluate(DARK_MODE_JS)
+            assert light_bg != dark_bg, f"{docname}.html: the theme's dark mode did not change the page colours"
+            page.wait_for_timeout(50)
+            result["dark"] = page.evaluate(AXE_RUN_JS, [[], ["color-contrast"]])
+        finally:
+            context.close()
+        cache[docname] = result
+        return result
+
+    return scan
+
+
+def _allowed(rule: str, node: dict) -> bool:
+    return any(rule == r and (re.search(pattern, node["target"]) or re.search(pattern, node["html"]))
+               for r, pattern, _cause in AXE_ALLOWED)
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_page_has_no_serious_accessibility_violations(a11y_scan, docname):
+    found = []
+    scan = a11y_scan(docname)
+    for scheme in ("light", "dark"):
+        for violation in scan[scheme]:
+            if violation["impact"] not in AXE_FAILING_IMPACTS:
+                continue
+            for node in violation["nodes"]:
+                if not _allowed(violation["id"], node):
+                    found.append(f"[{scheme}] {violation['impact']} {violation['id']} ({violation['help']}): "
+                                 f"{node['target']}\n    {node['html']}\n    {node['summary']}")
+    assert not found, (f"{docname}.html has {len(found)} critical/serious accessibility violations (axe-core; "
+                       "fix them, or add a theme issue to AXE_ALLOWED with its upstream cause):\n"
+                       + "\n".join(found))
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_images_have_real_alt_text(a11y_scan, docname):
+    bad = []
+    for img in a11y_scan(docname)["images"]:
+        alt = img["alt"]
+        if alt is None:
+            bad.append(f"no alt attribute: {img['src']} (in #{img['where']})")
+        elif FILENAME_ALT.search(alt):
+            bad.append(f"alt is a file name or hash: {alt!r}")
+        elif img["content"] and not alt.strip():
+            bad.append(f"empty alt on a content image: {img['src']} (in #{img['where']})")
+    assert not bad, (
+        f"{docname}.html has {len(bad)} images without a real alt text. A figure's alt text comes from its code "
+        "cell's metadata: {\"mystnb\": {\"figure\": {\"caption\": \"...\", \"name\": \"fig-...\"}, "
+        "\"image\": {\"alt\": \"what is drawn\"}}} (one figure per cell; for several, glue each one and show it "
+        "with a {glue:figure} directive that has :alt: and :name:). An animation's alt text comes from "
+        "staircase_lib.a11y.label_animation.\n" + "\n".join(bad))
+
+
+def test_accessibility_allow_list_is_used(a11y_scan):
+    used = set()
+    for docname in DOCNAMES:
+        scan = a11y_scan(docname)
+        for violation in scan["light"] + scan["dark"]:
+            for node in violation["nodes"]:
+                for rule, pattern, _cause in AXE_ALLOWED:
+                    if rule == violation["id"] and (re.search(pattern, node["target"])
+                                                    or re.search(pattern, node["html"])):
+                        used.add((rule, pattern))
+    stale = [(rule, pattern) for rule, pattern, _cause in AXE_ALLOWED if (rule, pattern) not in used]
+    assert not stale, f"AXE_ALLOWED entries that no page needs any more (remove them): {stale}"
