@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from .a11y import label_animation
+
 __all__ = ["ORDER_COLORS", "ORDER_LINESTYLES", "ORDER_MARKERS", "ORDER_STYLES", "order_style", "use_course_style", "signature_heatmap", "kernel_heatmap", "staircase_plot",
            "attention_heatmap",
            "gram_animation"]
@@ -147,7 +149,9 @@ def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss
     return ax
 
 
-def gram_animation(steps: torch.Tensor, embeddings: torch.Tensor, n_frames: int = 16, title: str = "embedding cosines") -> str:
+def gram_animation(steps: torch.Tensor, embeddings: torch.Tensor, n_frames: int = 16, title: str = "embedding cosines",
+                   alt: str = "Heatmap of the cosine similarity between every pair of token embeddings, one frame "
+                              "per recorded training step; block structure appears as training goes on") -> str:
     """A scrubbable animation of the embeddings' cosine matrix: HTML with a JS slider, no kernel needed.
 
     ``embeddings``: Tensor[T, V, d] snapshots at ``steps`` (LongTensor[T]); frames are spaced evenly in
@@ -177,7 +181,7 @@ def gram_animation(steps: torch.Tensor, embeddings: torch.Tensor, n_frames: int 
 
     html = animation.FuncAnimation(fig, draw, frames=len(frames), interval=500).to_jshtml(default_mode="once")
     plt.close(fig)
-    return _offline_controls(html)
+    return label_animation(_offline_controls(html), alt=alt, slider_label="Training step shown")
 
 
 _ICONS = {"fa-play fa-flip-horizontal": "&#9664;", "fa-fast-backward": "&#8676;", "fa-fast-forward": "&#8677;",

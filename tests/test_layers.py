@@ -11,13 +11,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "staircase_lib"
 
 # Lowest first. A part of the library is a top-level module or subpackage of staircase_lib.
 LAYERS = [
-    {"_checks", "_version", "runtime", "cache"},
+    {"_checks", "_version", "runtime", "cache", "a11y"},
     {"tasks", "metrics", "results"},
     {"signatures", "corpus"},
     {"models"},
     {"training", "theory"},
     {"plotting", "widgets"},
-    {"exercises", "coursework", "session", "ensemble", "claims", "a11y"},
+    {"exercises", "coursework", "session", "ensemble", "claims"},
 ]
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 
