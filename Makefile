@@ -14,7 +14,7 @@ VENDOR := _vendor/vendor/.stamp
 # because an incremental build hides warnings. The kernels run offline (tools/offline/sitecustomize.py).
 define build-book
 rm -rf _build/html _build/.doctrees
-$(NB_ENV) PYTHONPATH="$(CURDIR)/tools/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$(CURDIR)/tools/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	$(VENV)/bin/jupyter-book build --all . -W -n --keep-going
 endef
 
@@ -24,9 +24,10 @@ endef
 # commands that execute notebooks override it with NB_ENV.
 export STAIRCASE_HEADLESS := 1
 export OMP_NUM_THREADS := 2
+BOOK_THREADS := $(OMP_NUM_THREADS)
 NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
 
-.PHONY: install vendor book test bench student clean distclean
+.PHONY: install vendor book test test-student-notebooks test-book-build bench student clean distclean
 
 install: $(STAMP)
 
@@ -47,11 +48,20 @@ book: $(STAMP) $(VENDOR)
 
 test: $(STAMP) $(VENDOR)
 	tools/install_chromium.sh
-	$(PY) -m pytest tests -m "not book" --cov=staircase_lib --cov-report=term --cov-fail-under=90
+	$(PY) -m pytest tests -m "not book" -n 2 --cov=staircase_lib --cov-report=term --cov-fail-under=90
 	$(MAKE) student
-	$(NB_ENV) $(PY) tools/run_chapters.py
-	$(build-book)
+	$(MAKE) -j2 test-student-notebooks test-book-build
 	$(PY) -m pytest tests -m book -rs
+
+# The two runs of every chapter, side by side on the two cores (each kernel on one thread, so neither spins
+# on the other's core): the student notebooks under nbval (time budget per chapter), and the full chapters
+# in the strict book build.
+test-student-notebooks: $(STAMP)
+	OMP_NUM_THREADS=1 $(NB_ENV) $(PY) tools/run_chapters.py
+
+test-book-build: BOOK_THREADS := 1
+test-book-build: $(STAMP) $(VENDOR)
+	$(build-book)
 
 # Not part of `test`: timings need a quiet machine. The chapters run with the inline backend (bench.py
 # sets it for the kernels only).
