@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -174,7 +175,7 @@ class LoopResult:
 
 
 def measure_loops(workers: dict[str, Worker], steps: int = 300, repeats: int = 5, arch: dict = ARCH,
-                  steps_2t: int = 100, repeats_2t: int = 3) -> LoopResult:
+                  steps_2t: int = 50, repeats_2t: int = 3) -> LoopResult:
     """Every contender whose worker exists, ``repeats`` timed runs each, taking turns (after a warm-up); the
     2-thread ones only in the first ``repeats_2t`` repeats, with ``steps_2t`` steps."""
     names = [n for n, (w, _, _) in LOOP_CONTENDERS.items() if w in workers]
@@ -452,6 +453,9 @@ def targets(loops: LoopResult | None, ensemble: EnsembleResult | None,
                      f"{r:.2f}x", r >= TARGET_SEQUENTIAL))
     for c in chapters or []:
         a = c.alone
+        if a.error and a.error.startswith("not measured"):
+            rows.append((f"{c.name}: runs without error in < {TARGET_CHAPTER_SECONDS:g} s alone", a.error, False))
+            continue
         rows.append((f"{c.name}: runs without error in < {TARGET_CHAPTER_SECONDS:g} s alone",
                      f"{a.seconds:.1f} s" + (f", FAILED ({a.error})" if a.error else ""),
                      a.error is None and a.seconds < TARGET_CHAPTER_SECONDS))
@@ -542,7 +546,8 @@ def render(loops: LoopResult | None, ensemble: EnsembleResult | None, chapters: 
                 "| chapter | alone (s) | under load (s) | load / alone | peak memory (MB) | status |",
                 "|---|---:|---:|---:|---:|---|"]
         for c in chapters:
-            status = "ok" if c.alone.error is None else f"FAILED at {c.alone.error}"
+            status = ("ok" if c.alone.error is None else c.alone.error if c.alone.error.startswith("not measured")
+                      else f"FAILED at {c.alone.error}")
             if c.loaded is not None and c.loaded.error != c.alone.error:
                 status += f"; under load: {c.loaded.error or 'ok'}"
             loaded = f"{c.loaded.seconds:.1f}" if c.loaded else "-"
@@ -633,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300, help="training steps per timed run")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per figure (at least 5 for RESULTS.md)")
-    parser.add_argument("--steps-2t", type=int, default=100, help="steps per timed run of the 2-thread rows")
+    parser.add_argument("--steps-2t", type=int, default=50, help="steps per timed run of the 2-thread rows")
     parser.add_argument("--repeats-2t", type=int, default=3, help="timed runs of the 2-thread rows")
     parser.add_argument("--ensemble-size", type=int, default=16)
     parser.add_argument("--ensemble-repeats", type=int, default=3,
@@ -645,13 +650,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--old-commit", default=OLD_COMMIT)
     parser.add_argument("--skip", nargs="*", default=[], choices=["loops", "ensemble", "old", "chapters"])
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
+    parser.add_argument("--time-budget", type=float, default=1800,
+                        help="seconds; no chapter is started after it is spent (they are reported as not measured)")
     args = parser.parse_args(argv)
+    if threading.current_thread() is threading.main_thread():  # a kill cleans up the worktree and the workers
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     arch = args.arch or ARCH
+    deadline = time.monotonic() + args.time_budget
     loads = {"at the start": load_average()}
     print(f"bench: load average {loads['at the start']}", flush=True)
 
     loops = ensemble = chapters = matmul = info = None
     old_note = None
+
+    def write() -> list:
+        """Write RESULTS.md with what is measured so far (a bench cut short still leaves its figures)."""
+        loads["at the end"] = load_average()
+        misses = explain_misses(loops, ensemble, chapters, loads, matmul)
+        args.output.write_text(render(loops, ensemble, chapters, matmul, old_note, info, loads, misses))
+        return [(name, value) for name, value, ok in targets(loops, ensemble, chapters) if not ok]
+
     need_workers = not {"loops", "ensemble"} <= set(args.skip)
     with OldTree(args.old_commit) if need_workers and "old" not in args.skip else _Nothing() as old:
         workers: dict[str, Worker] = {}
@@ -669,24 +687,29 @@ def main(argv: list[str] | None = None) -> int:
                 loops = measure_loops(workers, args.steps, args.repeats, arch, args.steps_2t, args.repeats_2t)
                 for name in loops.seconds:
                     print(f"bench: loop {name}: {loops.ms(name):.3f} ms/step", flush=True)
+                write()
             if "ensemble" not in args.skip:
                 ensemble = measure_ensemble(workers, args.ensemble_size, args.steps, args.ensemble_repeats, arch)
                 for engine in ensemble.ensemble:
                     print(f"bench: {engine}: {args.ensemble_size} sequential {ensemble.ms('sequential', engine):.2f} "
                           f"ms/step, ensemble {ensemble.ms('ensemble', engine):.2f} ms/step", flush=True)
+                write()
         finally:
             for worker in workers.values():
                 worker.close()
     if "chapters" not in args.skip:
         notebooks = args.chapters or sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-        chapters = measure_chapters(notebooks, under_load=not args.no_load)
-    loads["at the end"] = load_average()
-
-    misses = explain_misses(loops, ensemble, chapters, loads, matmul)
-    text = render(loops, ensemble, chapters, matmul, old_note, info, loads, misses)
-    args.output.write_text(text)
+        chapters = []
+        for path in notebooks:
+            if time.monotonic() > deadline:
+                print(f"bench: time budget spent, {path.stem} not measured", flush=True)
+                chapters.append(ChapterResult(path.stem, ChapterRun(float("nan"), None, "not measured: the bench's "
+                                                                    "time budget was spent", 0)))
+                continue
+            chapters += measure_chapters([path], under_load=not args.no_load)
+            write()
+    missed = write()
     print(f"\nwrote {args.output}")
-    missed = [(name, value) for name, value, ok in targets(loops, ensemble, chapters) if not ok]
     for name, value in missed:
         print(f"bench: target missed: {name} (measured {value})", file=sys.stderr)
     return 1 if missed else 0

@@ -181,6 +181,9 @@ def test_main_writes_results_and_fails_only_on_a_missed_target(bench, tmp_path):
     assert bench.main(["--skip", "loops", "ensemble", "--no-load", "--chapters", str(bad), "--output",
                        str(output)]) == 1
     assert "FAILED at cell 1: ValueError: claim failed" in output.read_text()
+    assert bench.main(["--skip", "loops", "ensemble", "--chapters", str(good), "--time-budget", "0", "--output",
+                       str(output)]) == 1
+    assert "not measured: the bench's time budget was spent" in output.read_text()
 
 
 def test_an_unreachable_old_commit_is_a_line_not_a_failure(bench):
