@@ -561,11 +561,19 @@ def render(loops: LoopResult | None, ensemble: EnsembleResult | None, chapters: 
     out += ["", "All targets met." if not missed else f"{len(missed)} target(s) missed."]
     if missed and misses:
         out += ["", "### Why the missed targets were missed", ""]
+        grouped: dict[str, list[str]] = {}  # one paragraph for the targets that share a reason
+        values = {name: value for name, value, _ in rows}
         for name in missed:
-            for key, text in misses.items():
-                if key in name:
-                    out += [f"- *{name}*: {text}", ""]
-                    break
+            if values[name].startswith("not measured"):
+                text = (f"{values[name]}: the sections before it took the whole `--time-budget` on this machine "
+                        f"(load average at the end {(loads or {}).get('at the end', '?')}); no figure, so no "
+                        "claim either way.")
+            else:
+                text = next((t for key, t in misses.items() if key in name), None)
+            if text is not None:
+                grouped.setdefault(text, []).append(name)
+        for text, names in grouped.items():
+            out += [f"- {', '.join(f'*{n}*' for n in names)}: {text}", ""]
     out.append("")
     return "\n".join(out)
 

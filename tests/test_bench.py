@@ -168,7 +168,12 @@ def test_report_lists_tables_targets_and_a_paragraph_per_miss(bench):
     missed = [name for name, _, ok in bench.targets(loops, ensemble, chapters) if not ok]
     assert len(missed) == 4  # old engine, plain loop, chapter failed, under load (3x)
     for name in missed:
-        assert f"- *{name}*:" in text, name
+        assert f"*{name}*" in text.split("### Why")[1], name
+    skipped = [bench.ChapterResult(f"0{i}_ch", bench.ChapterRun(float("nan"), None, "not measured: budget", 0))
+               for i in (1, 2)]
+    text = bench.render(None, None, skipped, None, None, None, loads, misses)
+    assert text.count("- *01_ch") == 1 and "*01_ch: runs without error in < 60 s alone*, *02_ch" in text
+    assert "no claim either way" in text and "a failing cell" not in text
 
 
 def test_main_writes_results_and_fails_only_on_a_missed_target(bench, tmp_path):
