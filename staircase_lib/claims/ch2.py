@@ -90,16 +90,19 @@ def timing_law_slope(init_scales: Sequence[float], scaled_half_times, expected_s
     """s_nu * t_half grows linearly in log(1/init) with the predicted slope.
 
     ``init_scales`` [n] (u0, or the init std), ``scaled_half_times`` [n, K] (s_nu * t_half of each mode at each
-    scale; NaN for a censored run). Fits one line through all points against log(1/init); holds if the slope
-    is within ``rel_tolerance`` of ``expected_slope`` and the line explains the points (R^2 >= ``min_r2``).
+    scale; NaN for a censored run). Fits one slope against log(1/init) shared by all modes, each mode with its
+    own intercept; holds if the slope is within ``rel_tolerance`` of ``expected_slope`` and the lines explain
+    the points (R^2 of the within-mode fit >= ``min_r2``).
     Any censored point fails the claim.
     """
     y = torch.as_tensor(scaled_half_times, dtype=torch.float64).numpy()
-    scales = np.asarray(init_scales, dtype=float)
-    x = np.repeat(np.log(1 / scales), y.shape[1] if y.ndim == 2 else 1)
-    y = y.reshape(-1)
+    y = y.reshape(len(init_scales), -1)
+    x = np.repeat(np.log(1 / np.asarray(init_scales, dtype=float))[:, None], y.shape[1], axis=1)
     censored = int(np.isnan(y).sum())
-    slope, r2 = _fit(x[~np.isnan(y)], y[~np.isnan(y)]) if (~np.isnan(y)).sum() >= 2 else (float("nan"),) * 2
+    if censored or y.shape[0] < 2:
+        slope, r2 = float("nan"), float("nan")
+    else:  # one slope for all modes, each mode with its own intercept (the 1/2 log s_nu offset)
+        slope, r2 = _fit((x - x.mean(0)).reshape(-1), (y - y.mean(0)).reshape(-1))
     holds = (censored == 0 and abs(slope - expected_slope) <= rel_tolerance * abs(expected_slope)
              and r2 >= min_r2)
     return Claim(f"{label}s*t_half vs log(1/init) is a line of slope {expected_slope:g} (within "
