@@ -203,6 +203,8 @@ def test_exercise_checks_accept_correct_answers(capsys):
     assert exercises.check_mode_strength(theory.saxe_trajectory)
     assert exercises.check_half_time(lambda s, u0: float(theory.saxe_half_time(s, u0)))
     assert exercises.check_learning_order(lambda values, u0: sorted(range(len(values)), key=lambda k: -values[k]))
+    assert exercises.check_extrapolated_plateau(lambda: 2.0 * float(theory.mode_half_time(2.0, 1e-9, 3)))
+    assert exercises.check_extrapolated_plateau(lambda: 1000.0), "a reading off the figure's line passes"
     assert "passed" in capsys.readouterr().out
 
 
@@ -217,3 +219,7 @@ def test_exercise_checks_reject_wrong_answers():
         exercises.check_half_time(lambda s, u0: math.log(s / u0) / (2 * s))
     with pytest.raises(ExerciseFailed, match="reverse"):
         exercises.check_learning_order(lambda values, u0: sorted(range(len(values)), key=lambda k: values[k]))
+    with pytest.raises(ExerciseFailed, match="two-factor value"):  # read the circles instead of the squares
+        exercises.check_extrapolated_plateau(lambda: 2.0 * float(theory.mode_half_time(2.0, 1e-9, 2)))
+    with pytest.raises(ExerciseFailed, match="too low"):  # added 10 instead of multiplying by 10
+        exercises.check_extrapolated_plateau(lambda: 110.0)

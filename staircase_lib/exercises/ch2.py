@@ -8,7 +8,7 @@ import torch
 
 from ._core import _compare, _exercise, _fail
 
-__all__ = ["check_mode_strength", "check_half_time", "check_learning_order"]
+__all__ = ["check_mode_strength", "check_half_time", "check_learning_order", "check_extrapolated_plateau"]
 
 
 @_exercise("ex-2.1", "The closed-form mode strength", function="mode_strength", difficulty=1, minutes=15)
@@ -38,7 +38,7 @@ def check_mode_strength(mode_strength: Callable) -> None:
              f"s = 3, u0 = 1e-3 at t = {late.tolist()} (the mode must saturate at s)", atol=1e-4)
 
 
-@_exercise("ex-2.2", "Predict the half-rise time", function="half_time", difficulty=1, minutes=10)
+@_exercise("ex-2.2", "The exact half-rise time", function="half_time", difficulty=1, minutes=10)
 def check_half_time(half_time: Callable) -> None:
     """Check ``half_time(s, u0) -> float``: the time at which the two-factor mode reaches s/2 (5% tolerance)."""
     from ..theory import mode_trajectory
@@ -81,3 +81,26 @@ def check_learning_order(learning_order: Callable) -> None:
         if got != expected:
             _fail("ex-2.3", f"singular values {values}, u0={u0}: expected the order {expected}, got {got} - did every "
                             "mode reach half strength within your simulated time?")
+
+
+@_exercise("ex-2.4", "Read the depth figure", function="extrapolated_plateau", difficulty=2, minutes=10)
+def check_extrapolated_plateau(extrapolated_plateau: Callable) -> None:
+    """Check ``extrapolated_plateau() -> float``: s * t_half of three factors at u0 = 1e-9, read off the figure."""
+    from ..theory import mode_half_time
+
+    got = extrapolated_plateau()
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        _fail("ex-2.4", f"expected a number (s times the half-rise time), got {type(got).__name__}")
+    expected = float(2.0 * mode_half_time(2.0, 1e-9, 3))
+    if abs(got - expected) <= 0.15 * expected:
+        return
+    two = float(2.0 * mode_half_time(2.0, 1e-9, 2))
+    if abs(got - two) <= 0.15 * two:
+        _fail("ex-2.4", f"got {got:.3g}: that is the two-factor value - read the three-factor points (squares)")
+    hint = ("on the logarithmic y-axis the three-factor points lie on a line: each factor 1000 in 1/u0 "
+            "multiplies s * t_half by the same number")
+    if got < expected:
+        hint += "; you stayed too low - did you add instead of multiply?"
+    _fail("ex-2.4", f"got {got:.3g}, which is not within 15% of the value at u0 = 1e-9 ({hint})")
