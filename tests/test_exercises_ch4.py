@@ -1,0 +1,36 @@
+"""Chapter 4's exercise checks accept a right answer and explain wrong ones (ex-4.3, ex-4.4; ex-4.1 and
+ex-4.2 are covered in test_exercises.py)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from staircase_lib import exercises
+from staircase_lib.exercises import EXERCISES
+
+
+def order0_entropy(strength, attribute_size):
+    p, q = strength + (1 - strength) / attribute_size, (1 - strength) / attribute_size
+    return -(p * math.log(p) + (attribute_size - 1) * q * math.log(q))
+
+
+def test_chapter4_exercises_are_registered_and_reach_difficulty_3():
+    assert {"ex-4.1", "ex-4.2", "ex-4.3", "ex-4.4"} <= set(EXERCISES)
+    assert max(EXERCISES[f"ex-4.{k}"].difficulty for k in range(1, 5)) == 3
+    assert EXERCISES["ex-4.4"].function == "linear_final_loss"
+
+
+def test_plateau_loss_check_accepts_the_entropy_and_rejects_log2():
+    assert exercises.check_plateau_loss(order0_entropy) is True
+    with pytest.raises(exercises.ExerciseFailed, match="ex-4.3"):
+        exercises.check_plateau_loss(lambda s, a: order0_entropy(s, a) / math.log(2))
+
+
+def test_linear_final_loss_check_trains_a_tiny_model_and_rejects_wrong_levels(capsys):
+    assert exercises.check_linear_final_loss(lambda s, a: order0_entropy(s[0], a)) is True
+    assert "a tiny identity-activation model trained for 400 steps ends at" in capsys.readouterr().out
+    with pytest.raises(exercises.ExerciseFailed, match="sum of one function per position"):
+        exercises.check_linear_final_loss(lambda s, a: math.log(a))  # level 0: learns nothing
+    with pytest.raises(exercises.ExerciseFailed, match="exact levels"):
+        exercises.check_linear_final_loss(lambda s, a: order0_entropy(s[0] + s[1], a))  # claims the pair too
