@@ -36,7 +36,17 @@ def addition_kernel(n):
     return (psi - pi) @ (psi - pi).T
 
 
-CORRECT = {"ex-1.1": label_signature, "ex-1.2": pair_residual, "ex-1.3": addition_kernel}
+def linear_cka(embeddings, kernel):
+    # centre with explicit row/column means (no centring matrix), independent of the library
+    g = (embeddings.double() @ embeddings.double().T).numpy()
+    k = kernel.double().numpy()
+    gc = g - g.mean(0) - g.mean(1)[:, None] + g.mean()
+    kc = k - k.mean(0) - k.mean(1)[:, None] + k.mean()
+    return float((gc * kc).sum() / np.sqrt((gc * gc).sum() * (kc * kc).sum()))
+
+
+CORRECT = {"ex-1.1": label_signature, "ex-1.2": pair_residual, "ex-1.3": addition_kernel,
+           "ex-1.4": linear_cka}
 
 
 def not_attempted(*args, **kwargs):
@@ -49,6 +59,7 @@ def test_registry_holds_the_chapter_1_exercises():
     assert EXERCISES["ex-1.1"].check is exercises.check_label_signature
     assert EXERCISES["ex-1.2"].check is exercises.check_pair_residual
     assert EXERCISES["ex-1.3"].check is exercises.check_addition_kernel
+    assert EXERCISES["ex-1.4"].check is exercises.check_linear_cka
 
 
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
@@ -127,6 +138,19 @@ def wrong_size(n):
     return addition_kernel(n + 1)
 
 
+def uncentred_cka(embeddings, kernel):
+    g, k = embeddings.double() @ embeddings.double().T, kernel.double()
+    return float((g * k).sum() / (g.norm() * k.norm()))
+
+
+def column_normalised_cka(embeddings, kernel):  # standardises each direction: not rotation invariant
+    return linear_cka(embeddings / embeddings.std(0, keepdim=True), kernel)
+
+
+def cka_as_list(embeddings, kernel):
+    return [linear_cka(embeddings, kernel)]
+
+
 @pytest.mark.parametrize("exercise_id, wrong, hint", [
     ("ex-1.1", uniform_for_unseen, r"NaN in the wrong places.*never occur"),
     ("ex-1.1", transposed, r"expected shape \(6, 3\), got \(3, 6\)"),
@@ -138,6 +162,9 @@ def wrong_size(n):
     ("ex-1.3", centred_with_uniform, r"centre the signatures with the label marginal pi"),
     ("ex-1.3", not_symmetric, r"must be symmetric"),
     ("ex-1.3", wrong_size, r"expected shape \(3, 3\), got \(4, 4\)"),
+    ("ex-1.4", uncentred_cka, r"matches CKA without centring"),
+    ("ex-1.4", column_normalised_cka, r"random case|must not change"),
+    ("ex-1.4", cka_as_list, r"expected a number"),
 ], ids=lambda value: getattr(value, "__name__", None))
 def test_wrong_answers_fail_with_a_helpful_message(exercise_id, wrong, hint):
     with pytest.raises(ExerciseFailed, match=hint) as failure:

@@ -7,7 +7,7 @@ import torch
 
 from ._core import _compare, _exercise, _fail
 
-__all__ = ["check_label_signature", "check_pair_residual", "check_addition_kernel"]
+__all__ = ["check_label_signature", "check_pair_residual", "check_addition_kernel", "check_linear_cka"]
 
 
 def _ref_label_signature(tokens, labels, position, n_tokens, n_labels):
@@ -62,7 +62,7 @@ def check_pair_residual(pair_residual: Callable) -> None:
     got = pair_residual(phi, task.label_signature(0), task.label_signature(1), task.label_marginal())
     h = task.attribute(1)
     expected = 0.3 * (torch.nn.functional.one_hot((h[:, None] + h[None, :]) % 2, 2).double() - 0.5)
-    _compare("ex-1.2", got, expected, "three-attribute task, positions (0, 1): expected lambda_1 (delta - u)")
+    _compare("ex-1.2", got, expected, "three-attribute task, positions (0, 1): expected lambda_1 (delta - 1/C)")
     # a generic case
     phi = torch.softmax(torch.randn(n_tokens, n_tokens, n_labels, generator=gen), -1)
     psi_i, psi_j = phi.mean(1), phi.mean(0)
@@ -80,7 +80,7 @@ def _ref_addition_kernel(n):
 
 @_exercise("ex-1.3", "The order-0 kernel of addition", function="addition_kernel", difficulty=2, minutes=20)
 def check_addition_kernel(addition_kernel: Callable) -> None:
-    """Check ``addition_kernel(n) -> Tensor[n, n]``: K^(0) of the first operand for y = a + b, a, b uniform."""
+    """Check ``addition_kernel(n) -> Tensor[n, n]``: K^(0) of the first operand x_0 for y = x_0 + x_1, both uniform."""
     for n in (3, 5, 8):
         got = addition_kernel(n)
         expected = _ref_addition_kernel(n)
@@ -91,3 +91,53 @@ def check_addition_kernel(addition_kernel: Callable) -> None:
             _fail("ex-1.3", f"n={n}: every column of K should sum to 0 - did you centre the signatures with "
                             "the label marginal pi?")
         _compare("ex-1.3", got, expected, f"n={n}", atol=1e-6)
+
+
+def _ref_cka(embeddings, kernel):
+    g = embeddings.double() @ embeddings.double().T
+    k = kernel.double()
+    h = torch.eye(len(k), dtype=torch.float64) - 1.0 / len(k)
+    g, k = h @ g @ h, h @ k @ h
+    return float((g * k).sum() / (g.norm() * k.norm()))
+
+
+def _as_number(exercise_id: str, got, what: str) -> float:
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.item()
+    if not isinstance(got, (float, int)):
+        _fail(exercise_id, f"{what}: expected a number (a float), got {type(got).__name__}")
+    return float(got)
+
+
+@_exercise("ex-1.4", "Implement linear CKA", function="linear_cka", difficulty=2, minutes=25)
+def check_linear_cka(linear_cka: Callable) -> None:
+    """Check ``linear_cka(embeddings [V, d], kernel [V, V]) -> float`` against the library on random cases."""
+    gen = torch.Generator().manual_seed(14)
+    for n_tokens, d in ((6, 3), (10, 4), (16, 16)):
+        e = torch.randn(n_tokens, d, generator=gen, dtype=torch.float64)
+        b = torch.randn(n_tokens, 3, generator=gen, dtype=torch.float64)
+        kernel = b @ b.T + 0.5  # PSD, and not centred: centring it is part of the job
+        what = f"random case V={n_tokens}, d={d}"
+        got = _as_number("ex-1.4", linear_cka(e, kernel), what)
+        expected = _ref_cka(e, kernel)
+        if abs(got - expected) > 1e-5:
+            g = e @ e.T
+            uncentred = float((g * kernel).sum() / (g.norm() * kernel.norm()))
+            hint = (" - it matches CKA without centring: centre both matrices with H = Id - 11^T/V"
+                    if abs(got - uncentred) < 1e-5 else
+                    " - check the centring (both matrices) and the Frobenius norms in the denominator")
+            _fail("ex-1.4", f"{what}: got {got:.6f}, expected {expected:.6f}{hint}")
+        rotation, _ = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))
+        for name, changed in (("rotated (E O with O orthogonal)", e @ rotation),
+                              ("scaled by 7.5", 7.5 * e),
+                              ("shifted by one vector (E + 1 c^T)", e + torch.randn(1, d, generator=gen,
+                                                                                     dtype=torch.float64))):
+            value = _as_number("ex-1.4", linear_cka(changed, kernel), f"{what}, {name}")
+            if abs(value - expected) > 1e-5:
+                _fail("ex-1.4", f"{what}: CKA must not change when the embeddings are {name}; "
+                                f"got {value:.6f} instead of {expected:.6f}")
+    # a kernel that is an exact Gram of the embeddings gives 1, a kernel orthogonal after centring gives 0
+    e = torch.randn(8, 2, generator=gen, dtype=torch.float64)
+    e = e - e.mean(0)
+    if abs(_as_number("ex-1.4", linear_cka(e, 3.0 * e @ e.T), "K = 3 E E^T") - 1.0) > 1e-6:
+        _fail("ex-1.4", "K = 3 E E^T (same geometry, other scale) must give CKA 1")
