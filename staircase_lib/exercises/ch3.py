@@ -7,7 +7,7 @@ import torch
 
 from ._core import _compare, _exercise, _fail
 
-__all__ = ["check_predicted_velocity", "check_relative_gap", "check_readout_velocity"]
+__all__ = ["check_predicted_velocity", "check_relative_gap", "check_hidden_bias_velocity"]
 
 
 def _ref_velocity(drives, readout, blocks, slope):
@@ -20,7 +20,7 @@ def _random_factors(gen, n_pos=3, n_tokens=6, n_labels=4, d_hidden=5, d_embed=3)
             torch.randn(n_pos, d_hidden, d_embed, generator=gen))
 
 
-@_exercise("ex-3.1", "The leading-order embedding velocity", function="predicted_velocity", difficulty=2, minutes=25)
+@_exercise("ex-3.1", "The embedding velocity, all tokens at once", function="predicted_velocity", difficulty=2, minutes=25)
 def check_predicted_velocity(predicted_velocity: Callable) -> None:
     """Check ``predicted_velocity(drives [L, V, C], readout [C, m], blocks [L, m, d], slope) -> Tensor[V, d]``."""
     gen = torch.Generator().manual_seed(31)
@@ -55,16 +55,40 @@ def check_relative_gap(relative_gap: Callable) -> None:
         _compare("ex-3.2", relative_gap(embeddings, v, w), expected.double(), f"tokens v={v}, w={w}")
 
 
-def _ref_readout_velocity(drives, embedding, blocks, slope):
-    return slope * torch.einsum("lvc,vd,lmd->cm", drives.double(), embedding.double(), blocks.double())
+def _autograd_bias_velocity(model, task) -> torch.Tensor:
+    """-dR/db_1 of the exact population risk (all V**L sequences): Tensor[m] (float64)."""
+    model = model.double()
+    n_seq = task.vocab_size**task.seq_len
+    tokens = torch.cartesian_prod(*[torch.arange(task.vocab_size)] * task.seq_len).reshape(n_seq, task.seq_len)
+    targets = task.conditional_label_distribution(list(range(task.seq_len))).reshape(n_seq, -1).double()
+    risk = -(targets * torch.log_softmax(model.logits(tokens), -1)).sum() / n_seq
+    return -torch.autograd.grad(risk, model.hidden.bias)[0].detach()
 
 
-@_exercise("ex-3.3", "The readout's velocity", function="readout_velocity", difficulty=3, minutes=30)
-def check_readout_velocity(readout_velocity: Callable) -> None:
-    """Check ``readout_velocity(drives [L, V, C], embedding [V, d], blocks [L, m, d], slope) -> Tensor[C, m]``."""
-    gen = torch.Generator().manual_seed(33)
-    drives, _, blocks = _random_factors(gen)
-    embedding = torch.randn(drives.shape[1], blocks.shape[2], generator=gen)
-    _compare("ex-3.3", readout_velocity(drives, embedding, blocks, 0.5),
-             _ref_readout_velocity(drives, embedding, blocks, 0.5), "random factors (dW_2/dt = sigma'(0) sum_i S^(i)T E W_1^(i)T)",
-             atol=1e-4)
+@_exercise("ex-3.4", "The hidden bias, one order further", function="hidden_bias_velocity", difficulty=3,
+           minutes=35)
+def check_hidden_bias_velocity(hidden_bias_velocity: Callable) -> None:
+    """Check ``hidden_bias_velocity(drives [L, V, C], embedding [V, d], blocks [L, m, d], readout [C, m], curvature) -> Tensor[m]``."""
+    from ..models import EmbMLP
+    from ..tasks import StaircaseTask
+    from ..theory import exact_signature_drives
+
+    curvature = 2.0 / (2.0 * torch.pi) ** 0.5  # sigma''(0) of GELU
+    task = StaircaseTask(strengths=(0.3, 0.3, 0.3), attribute_size=2)
+    drives = exact_signature_drives(task).double()
+    for seed in (4, 5):
+        model = EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d_embed=8, d_hidden=16, gamma=1.5, seed=seed)
+        embedding = model.embedding.detach().double()
+        blocks = model.first_layer_blocks().detach().double()
+        readout = model.readout.weight.detach().double()
+        got = torch.as_tensor(hidden_bias_velocity(drives, embedding, blocks, readout, curvature)).double()
+        if got.shape != (16,):
+            _fail("ex-3.4", f"expected a tensor of shape (16,) (one entry per hidden unit), got {tuple(got.shape)}")
+        measured = _autograd_bias_velocity(model, task)
+        cosine = float(torch.nn.functional.cosine_similarity(got.flatten(), measured.flatten(), 0))
+        ratio = float(got.norm() / measured.norm())
+        if cosine < 0.99 or not 0.9 < ratio < 1.1:
+            _fail("ex-3.4", f"against the autograd velocity -dR/db_1 of a small-init GELU model (seed {seed}): "
+                            f"cosine {cosine:.4f} (expected > 0.99), norm ratio {ratio:.3f} (expected 0.9-1.1) - "
+                            "the leading term is quadratic in the pre-activation: which hidden unit k pairs "
+                            "with which, and is the sum over positions i inside?")
