@@ -1,4 +1,123 @@
-"""Claims of Chapter 5 (see :mod:`staircase_lib.claims`)."""
+"""Claims of Chapter 5 (see :mod:`staircase_lib.claims`): self-attention at small initialization.
+
+Each predicate takes what the chapter measured and returns a :class:`~staircase_lib.claims.base.Claim`
+with the numbers it decided on. ``tests/test_claims_ch5.py`` runs each one on a negative control.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+from typing import Mapping, Sequence
+
+import torch
+
+from .base import Claim
+
+__all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
+           "bag_of_tokens_first", "entropy_drops_with_pair_stair", "saturation_trap", "table"]
+
+
+def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double().flatten(), b.double().flatten()
+    return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-300))
+
+
+def mean_pooling_at_init(gammas: Sequence[float], deviations: Sequence[float], d_embed: int,
+                         max_deviation: float = 1e-3, slope: float = 4.0, tolerance: float = 0.5) -> Claim:
+    """Attention at initialization is mean pooling: ``max |A - 1/L|`` at ``gamma = 1`` is below
+    ``max_deviation`` and the log-log slope of the deviation against ``eps = d**(1/2 - gamma)`` is
+    ``slope +- tolerance`` (the deviations must come from independent draws, one model per gamma and seed)."""
+    g = torch.as_tensor(list(gammas), dtype=torch.float64)
+    dev = torch.as_tensor(list(deviations), dtype=torch.float64)
+    x = (0.5 - g) * math.log(d_embed)
+    y = dev.log()
+    fitted = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    at_one = float(dev[(g - 1.0).abs().argmin()])
+    holds = at_one < max_deviation and abs(fitted - slope) < tolerance
+    return Claim(f"max|A - 1/L| < {max_deviation:g} at gamma 1 and slope {slope:g} +- {tolerance:g} in eps",
+                 holds, {"deviation_gamma1": at_one, "slope": fitted})
+
+
+def direct_velocity_holds_then_breaks(cosines: Mapping[float, float], small: float = 1.0, medium: float = 0.75,
+                                      large: float = 0.5, exact: float = 0.99, close: float = 0.95,
+                                      broken: float = 0.9) -> Claim:
+    """The leading-order velocity matches autograd (cosine ``>= exact`` at ``gamma = small``, ``>= close`` at
+    ``medium``) and breaks down at the fan-in scale (cosine ``< broken`` at ``gamma = large``)."""
+    c = {float(k): float(v) for k, v in cosines.items()}
+    holds = c[small] >= exact and c[medium] >= close and c[large] < broken
+    return Claim(f"cos >= {exact} at gamma {small:g}, >= {close} at {medium:g}, < {broken} at {large:g}", holds,
+                 {f"cos_gamma{small:g}": c[small], f"cos_gamma{medium:g}": c[medium], f"cos_gamma{large:g}": c[large]})
+
+
+def label_driven_mean_pool(on_task: torch.Tensor, on_null: torch.Tensor, mean_pool: torch.Tensor,
+                           min_cosine: float = 0.99, ratio_tolerance: float = 0.05) -> Claim:
+    """The mean-pool term is the label-driven velocity: ``on_task - on_null`` (autograd on the task minus
+    autograd on the same model with labels independent of the tokens) has cosine ``> min_cosine`` with
+    ``mean_pool`` and a norm within ``ratio_tolerance`` of it. Also returns the raw cosine and the size of
+    the own-prediction term ``on_null`` relative to the mean-pool term (information, not tested)."""
+    driven = on_task - on_null
+    cosine = _cosine(driven, mean_pool)
+    ratio = float(driven.norm() / mean_pool.norm().clamp_min(1e-300))
+    holds = cosine > min_cosine and abs(ratio - 1) < ratio_tolerance
+    return Claim(f"cos(label-driven velocity, mean pool) > {min_cosine}, norm ratio 1 +- {ratio_tolerance}", holds,
+                 {"cosine": cosine, "norm_ratio": ratio, "raw_cosine": _cosine(on_task, mean_pool),
+                  "own_over_mean_pool": float(on_null.norm() / mean_pool.norm().clamp_min(1e-300))})
+
+
+def bag_of_tokens_first(steps: torch.Tensor, entropy: torch.Tensor, pooled_alignment: torch.Tensor,
+                        uniform: float = 0.9, min_alignment: float = 0.3) -> Claim:
+    """Before attention turns selective (every record up to the first with entropy ``< uniform``), the
+    embeddings' alignment with the pooled (bag-of-tokens) signature kernel reaches ``min_alignment``.
+    A run whose entropy never drops counts all its records as "before"."""
+    below = (entropy < uniform).nonzero()
+    end = int(below[0]) if len(below) else len(steps)
+    if end == 0:
+        return Claim(f"pooled alignment >= {min_alignment} while entropy >= {uniform}", False,
+                     {"alignment": float("nan"), "step": None, "entropy": float(entropy[0])})
+    best = int(pooled_alignment[:end].argmax())
+    value = float(pooled_alignment[best])
+    return Claim(f"pooled alignment >= {min_alignment} while entropy >= {uniform}", value >= min_alignment,
+                 {"alignment": value, "step": int(steps[best]), "entropy": float(entropy[best])})
+
+
+def entropy_drops_with_pair_stair(steps: torch.Tensor, entropy: torch.Tensor, pair_stair: int | None,
+                                  level: float = 0.5, window: float = 0.2, start: int = 200,
+                                  plateau_mean: float = 0.9, plateau_min: float = 0.8) -> Claim:
+    """Attention stays uniform on the plateau (records from ``start`` to half the order-1 stair time: mean
+    entropy ``> plateau_mean``, min ``> plateau_min``) and its entropy first falls below ``level`` within
+    ``window`` (relative) of the order-1 stair. A run with no stair or no drop is censored and fails."""
+    below = (entropy < level).nonzero()
+    drop = int(steps[below[0]]) if len(below) else None
+    if pair_stair is None or drop is None:
+        return Claim("entropy drop with the order-1 stair (censored)", False, {"drop": drop, "stair": pair_stair})
+    plateau = entropy[(steps >= start) & (steps <= pair_stair // 2)]
+    mean = float(plateau.mean()) if len(plateau) else float("nan")
+    low = float(plateau.min()) if len(plateau) else float("nan")
+    gap = abs(drop - pair_stair) / pair_stair
+    holds = len(plateau) > 0 and mean > plateau_mean and low > plateau_min and gap <= window
+    return Claim(f"plateau entropy > {plateau_mean} (min > {plateau_min}); drop below {level} within "
+                 f"{window:.0%} of the order-1 stair", holds,
+                 {"plateau_mean": mean, "plateau_min": low, "drop": drop, "stair": pair_stair, "gap": gap})
+
+
+def saturation_trap(steps: torch.Tensor, entropy: torch.Tensor, order1_max: float, others_order1_max: Sequence[float],
+                    by: int = 500, collapsed: float = 0.1, blocked: float = 0.3, learned: float = 0.6) -> Claim:
+    """With the order-0 token at a context position, the entropy collapses (``< collapsed``) by step ``by``
+    and the pair rule is never learned (max order-1 alignment ``< blocked``) while the runs with the order-0
+    token at the readout learn it (every one ``> learned``)."""
+    early = float(entropy[steps <= by].min())
+    others = min(float(x) for x in others_order1_max)
+    holds = early < collapsed and float(order1_max) < blocked and others > learned
+    return Claim(f"entropy < {collapsed} by step {by}; order-1 CKA < {blocked} vs > {learned} for the others", holds,
+                 {"min_entropy_early": early, "order1_max": float(order1_max), "others_min": others})
+
+
+def table(claims: Mapping[str, Claim]) -> str:
+    """A small text table: claim, measured numbers, holds."""
+    from .base import _fmt
+
+    lines = [f"{'claim':<28} {'holds':<6} measured (threshold in the statement)"]
+    for name, claim in claims.items():
+        numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in claim.numbers.items())
+        lines.append(f"{name:<28} {str(bool(claim)):<6} {numbers}")
+        lines.append(f"{'':<35}{claim.statement}")
+    return "\n".join(lines)

@@ -48,7 +48,7 @@ def check_focus_position(focus_position: Callable) -> None:
     for strengths in ((0.15, 0.45, 0.35), (0.3, 0.3, 0.3)):
         for reverse, answer, hint in (
                 (True, 1, "the readout token x_2 carries the order-0 rule itself; the pair rule needs x_1, so the "
-                          "attention drive (eq. 4.4) grows for the pair partner"),
+                          "attention drive (Appendix A.7) grows for the pair partner"),
                 (False, 0, "the order-0 token sits at a context position: the only way its signal reaches the readout "
                            "is through attention, so the order-0 stair pulls attention onto it (the saturation trap)")):
             got = focus_position(StaircaseTask(strengths=strengths, reverse=reverse))

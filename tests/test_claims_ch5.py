@@ -1,0 +1,90 @@
+"""Chapter 5's claim predicates: each holds on a positive case and fails on a negative control."""
+import math
+
+import torch
+
+import staircase_lib as sl
+from staircase_lib.claims import ch5
+
+T = torch.tensor
+
+
+def _deviations(gammas, seeds=(0, 1)):
+    probe = torch.randint(8, (256, 3), generator=torch.Generator().manual_seed(0))
+    return [sum(sl.theory.attention_deviation(sl.models.AttentionModel(8, 3, 2, d_embed=32, gamma=g,
+                                                                       seed=10 * i + s), probe)
+                for s in seeds) / len(seeds) for i, g in enumerate(gammas)]
+
+
+def test_mean_pooling_holds_on_independent_draws_and_fails_at_large_init_or_wrong_power():
+    gammas = [0.75, 1.0, 1.25, 1.5]
+    assert ch5.mean_pooling_at_init(gammas, _deviations(gammas), 32)
+    # large init: models at the fan-in scale (gamma 0.5) are far from uniform attention
+    assert not ch5.mean_pooling_at_init([1.0, 1.1, 1.2, 1.3], _deviations([0.5] * 4), 32)
+    eps = [32 ** (0.5 - g) for g in gammas]
+    assert not ch5.mean_pooling_at_init(gammas, [1e-5 * e**2 for e in eps], 32)  # slope 2, not 4
+
+
+def test_direct_velocity_claim_needs_agreement_and_breakdown():
+    assert ch5.direct_velocity_holds_then_breaks({1.0: 0.9998, 0.75: 0.99, 0.5: 0.7})
+    assert not ch5.direct_velocity_holds_then_breaks({1.0: 0.9998, 0.75: 0.99, 0.5: 0.999})  # never breaks
+    assert not ch5.direct_velocity_holds_then_breaks({1.0: 0.5, 0.75: 0.4, 0.5: 0.3})  # wrong prediction
+
+
+def _velocities(gamma=1.0):
+    task = sl.tasks.StaircaseTask(strengths=(0.3, 0.3, 0.3), attribute_size=2)  # V = 8: 512 sequences
+    null = sl.tasks.StaircaseTask(strengths=(0.0, 0.0, 0.0), attribute_size=2)
+    model = sl.models.AttentionModel(8, 3, 2, d_embed=16, gamma=gamma, seed=3)
+    return (sl.theory.autograd_embedding_velocity(model, task), sl.theory.autograd_embedding_velocity(model, null),
+            sl.theory.attention_embedding_velocity(model, task, terms=("mean_pool",)),
+            sl.theory.attention_embedding_velocity(model, task, terms=("direct",)))
+
+
+def test_label_driven_mean_pool_holds_and_fails_on_raw_velocity_wrong_sign_or_zero_null():
+    on_task, on_null, mean_pool, direct = _velocities()
+    assert float(direct.abs().max()) == 0.0  # forward task: no order-0 signal at the readout position
+    claim = ch5.label_driven_mean_pool(on_task, on_null, mean_pool)
+    assert claim, claim
+    assert not ch5.label_driven_mean_pool(on_task, on_null, -mean_pool)  # wrong sign
+    assert not ch5.label_driven_mean_pool(on_task, torch.zeros_like(on_null), mean_pool)  # raw velocity
+    assert not ch5.label_driven_mean_pool(on_task, on_null, 2 * mean_pool)  # wrong size
+
+
+def _steps():
+    return torch.tensor([0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 3000])
+
+
+def test_bag_of_tokens_first_fails_when_alignment_waits_for_selection_or_run_is_cut():
+    steps = _steps()
+    entropy = T([1.0] * 7 + [0.3] * 6)
+    rising = T([0.05, 0.05, 0.06, 0.1, 0.2, 0.3, 0.45, 0.7, 0.8, 0.85, 0.85, 0.85, 0.85])
+    assert ch5.bag_of_tokens_first(steps, entropy, rising)
+    late = T([0.05] * 7 + [0.7] * 6)  # alignment only after attention selected (or no order-0 signal)
+    assert not ch5.bag_of_tokens_first(steps, entropy, late)
+    assert not ch5.bag_of_tokens_first(steps[:5], entropy[:5], rising[:5])  # cut-off run
+    assert not ch5.bag_of_tokens_first(steps, T([0.5] * 13), rising)  # never uniform
+
+
+def test_entropy_drop_claim_fails_for_early_drop_no_drop_or_no_stair():
+    steps = _steps()
+    entropy = T([1.0] * 11 + [0.2, 0.1])
+    assert ch5.entropy_drops_with_pair_stair(steps, entropy, 2000)
+    trap = T([1.0] * 7 + [0.05] * 6)  # drops at step 100, the stair at 2000
+    assert not ch5.entropy_drops_with_pair_stair(steps, trap, 2000)
+    assert not ch5.entropy_drops_with_pair_stair(steps, T([1.0] * 13), 2000)  # censored: never drops
+    assert not ch5.entropy_drops_with_pair_stair(steps, entropy, None)  # censored: no stair
+
+
+def test_saturation_trap_fails_on_a_run_that_does_not_collapse():
+    steps = _steps()
+    collapsed = T([1.0] * 7 + [0.05] * 6)
+    assert ch5.saturation_trap(steps, collapsed, 0.2, [0.8, 0.7, 0.75])
+    uniform = T([1.0] * 11 + [0.2, 0.1])  # a reversed-task run: uniform until the pair stair
+    assert not ch5.saturation_trap(steps, uniform, 0.8, [0.8, 0.7, 0.75])
+    assert not ch5.saturation_trap(steps, collapsed, 0.2, [0.2, 0.7, 0.75])  # the others did not learn either
+
+
+def test_table_lists_every_claim():
+    claims = {"a": ch5.direct_velocity_holds_then_breaks({1.0: 1.0, 0.75: 1.0, 0.5: 0.1})}
+    assert "a" in ch5.table(claims) and "True" in ch5.table(claims)
+    assert math.isfinite(claims["a"].numbers["cos_gamma1"])
