@@ -1,4 +1,98 @@
-"""Claims of Chapter 7 (see :mod:`staircase_lib.claims`)."""
+"""Claims of Chapter 7 (see :mod:`staircase_lib.claims`).
+
+:func:`geometry` measures one embedding matrix of composite addition (number ``v`` is token ``v``); the
+predicates take lists of its numbers over seeds.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+from statistics import median
+from typing import Sequence
+
+import torch
+
+from .base import Claim
+
+__all__ = ["geometry", "signature_order", "pc1_orders", "learned_without_order", "ring", "arc",
+           "no_ring_at_large_init", "order_in_first_stage"]
+
+
+def geometry(embeddings: torch.Tensor, kernel: torch.Tensor) -> dict[str, float]:
+    """Numbers of one embedding matrix Tensor[n, d] (row ``v`` = number ``v``) against a kernel Tensor[n, n]:
+
+    ``spearman``: Spearman correlation of the off-diagonal embedding cosines with the kernel entries;
+    ``pc1``: |Spearman| between the first principal component and the number;
+    ``coverage``: angular coverage of the two leading principal components, in units of pi;
+    ``in order``: the fraction of angular neighbours (in those two components) that are consecutive numbers
+    modulo n (1 for numbers going around in sequence, about 2/(n-1) for a random arrangement).
+    """
+    from ..metrics import angular_coverage, gram_correlation, principal_components, rank_correlation
+
+    n = embeddings.shape[0]
+    numbers = torch.arange(float(n))
+    scores, _ = principal_components(embeddings, k=2)
+    centred = scores - scores.mean(0)
+    around = numbers[torch.atan2(centred[:, 1], centred[:, 0]).argsort()]  # the numbers in angular order
+    gap = (around.roll(-1) - around) % n
+    return {"spearman": gram_correlation(embeddings, kernel, method="spearman", cosine=True),
+            "pc1": abs(rank_correlation(scores[:, 0], numbers)),
+            "coverage": angular_coverage(scores) / math.pi,
+            "in order": float(((gap == 1) | (gap == n - 1)).double().mean())}
+
+
+def signature_order(spearman: Sequence[float], threshold: float = 0.8) -> Claim:
+    """Signature similarity predicts embedding similarity: the median (over seeds) Spearman correlation
+    between the kernel and the embedding cosines exceeds ``threshold``."""
+    value = float(median(spearman))
+    return Claim(f"median Spearman(signature kernel, embedding cosine) > {threshold:g}", value > threshold,
+                 {"median": value, "min": min(spearman), "threshold": threshold})
+
+
+def pc1_orders(pc1: Sequence[float], threshold: float = 0.9) -> Claim:
+    """The first principal component orders the numbers: |Spearman(PC1, number)| > ``threshold`` in every
+    seed."""
+    low = min(pc1)
+    return Claim(f"|Spearman(PC1, number)| > {threshold:g} in every seed", low > threshold,
+                 {"min": low, "threshold": threshold})
+
+
+def learned_without_order(spearman: Sequence[float], accuracy: Sequence[float], order_below: float = 0.5,
+                          accuracy_above: float = 0.95) -> Claim:
+    """Large initialization learns the task (accuracy > ``accuracy_above`` in every seed) without the order
+    (median Spearman < ``order_below``)."""
+    value, acc = float(median(spearman)), min(accuracy)
+    return Claim(f"task learned (accuracy > {accuracy_above:g}) with median Spearman < {order_below:g}",
+                 value < order_below and acc > accuracy_above,
+                 {"median_spearman": value, "min_accuracy": acc})
+
+
+def ring(coverage: Sequence[float], in_order: Sequence[float], min_coverage: float = 1.75,
+         min_in_order: float = 0.8) -> Claim:
+    """A ring: in every seed the two leading components cover more than ``min_coverage`` pi of the circle
+    and more than ``min_in_order`` of the angular neighbours are consecutive numbers."""
+    cov, order = min(coverage), min(in_order)
+    return Claim(f"ring: coverage > {min_coverage:g} pi and in order > {min_in_order:g} in every seed",
+                 cov > min_coverage and order > min_in_order, {"min_coverage": cov, "min_in_order": order})
+
+
+def arc(coverage: Sequence[float], max_coverage: float = 1.55) -> Claim:
+    """An arc, not a ring: in every seed the two leading components cover less than ``max_coverage`` pi."""
+    cov = max(coverage)
+    return Claim(f"arc: coverage < {max_coverage:g} pi in every seed", cov < max_coverage,
+                 {"max_coverage": cov, "threshold": max_coverage})
+
+
+def no_ring_at_large_init(in_order: Sequence[float], threshold: float = 0.5) -> Claim:
+    """At large initialization the numbers are not in sequence around the centroid: in order < ``threshold``
+    in every seed."""
+    high = max(in_order)
+    return Claim(f"large init: in order < {threshold:g} in every seed", high < threshold,
+                 {"max_in_order": high, "threshold": threshold})
+
+
+def order_in_first_stage(spearman_at_step: Sequence[float], threshold: float = 0.8) -> Claim:
+    """The order appears in the first stage: the median Spearman correlation at an early step (one value per
+    run group) exceeds ``threshold`` for every group."""
+    low = min(spearman_at_step)
+    return Claim(f"median Spearman at the early step > {threshold:g} in every small-init group", low > threshold,
+                 {"min": low, "threshold": threshold})

@@ -71,8 +71,8 @@ def _ref_top_singular_values(signature, reference, k):
     return torch.linalg.svdvals(signature.double() - reference.double())[:k]
 
 
-@_exercise("ex-6.2", "The spectrum of reasoning and memorized keys", function="top_singular_values", difficulty=1,
-           minutes=15)
+@_exercise("ex-6.2", "The spectrum of reasoning and memorized keys", function="top_singular_values", difficulty=2,
+           minutes=20)
 def check_top_singular_values(top_singular_values: Callable) -> None:
     """Check ``top_singular_values(signature [n, C], reference [C], k) -> Tensor[k]``: singular values of the centred signature, largest first."""
     from ..tasks import AnchorTask
@@ -91,12 +91,12 @@ def check_top_singular_values(top_singular_values: Callable) -> None:
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             got = got.double()
             if torch.allclose(got, torch.linalg.svdvals(signature.double())[:k], atol=1e-5):
-                _fail("ex-6.2", f"{what}: subtract the reference from every row first (K^(0) is built from psi - pi)")
+                _fail("ex-6.2", f"{what}: subtract the reference from every row first (Psi_c has rows psi - pi)")
             if torch.allclose(got.flip(0), expected, atol=1e-5) and k > 1:
                 _fail("ex-6.2", f"{what}: return the largest singular value first")
             if torch.allclose(got, expected**2, atol=1e-5):
-                _fail("ex-6.2", f"{what}: these are eigenvalues of K^(0) = M M^T; the singular values of M are their "
-                                "square roots")
+                _fail("ex-6.2", f"{what}: these are eigenvalues of Psi_c Psi_c^T; the singular values of Psi_c are "
+                                "their square roots")
         _compare("ex-6.2", got, expected, what)
 
 

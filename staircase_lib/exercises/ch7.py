@@ -21,7 +21,7 @@ def _circulant(first_row: torch.Tensor) -> torch.Tensor:
            minutes=20)
 def check_circulant_eigenvalues(circulant_eigenvalues: Callable) -> None:
     """Check ``circulant_eigenvalues(first_row Tensor[n]) -> Tensor[n]``: the eigenvalues of the symmetric
-    circulant matrix ``C[i, j] = first_row[(j - i) mod n]``, largest first, computed with a DFT."""
+    circulant matrix ``Omega[v, w] = first_row[(w - v) mod n]``, largest first, computed with a DFT."""
     gen = torch.Generator().manual_seed(7)
     for n in (6, 9, 16):
         half = torch.randn(n // 2 + 1, generator=gen, dtype=torch.float64)
@@ -38,7 +38,7 @@ def check_circulant_eigenvalues(circulant_eigenvalues: Callable) -> None:
 
 
 @_exercise("ex-7.2", "Signature similarity predicts embedding similarity", function="similarity_rank_correlation",
-           difficulty=1, minutes=15)
+           difficulty=2, minutes=20)
 def check_similarity_rank_correlation(similarity_rank_correlation: Callable) -> None:
     """Check ``similarity_rank_correlation(embeddings Tensor[V, d], kernel Tensor[V, V]) -> float``: the
     Spearman correlation between the off-diagonal embedding cosines and the kernel's entries."""

@@ -1,0 +1,104 @@
+"""Chapter 6's claims: each holds on a positive case and fails on its negative control."""
+import torch
+
+import staircase_lib as sl
+from staircase_lib.claims import ch6
+
+
+def test_frozen_speedup_holds_on_a_clear_speedup():
+    assert ch6.frozen_speedup([80, 90, 100], [900, 1100, 1400], 2000, 2000)
+
+
+def test_frozen_speedup_fails_when_random_arm_is_cut_off():
+    # the old fallback: a run that never crosses counted at its last step (500 vs 2000 gave 4x)
+    claim = ch6.frozen_speedup([80, 90, 100], [None, None, None], 2000, 2000)
+    assert not claim and claim.numbers["censored_random"] == 3
+
+
+def test_frozen_speedup_fails_when_structured_arm_is_cut_off():
+    assert not ch6.frozen_speedup([None, None, None], [900, 1100, 1400], 500, 500)
+
+
+def test_frozen_speedup_fails_on_unequal_run_lengths():
+    assert not ch6.frozen_speedup([80, 90, 100], [900, 1100, 1400], 500, 2000)
+
+
+def test_frozen_speedup_fails_with_random_embeddings_in_both_arms():
+    # two random arms: the times come from one distribution, the ratio is near 1 and seeds interleave
+    assert not ch6.frozen_speedup([1000, 1250, 1500], [1100, 1200, 1600], 2000, 2000)
+
+
+def _frozen_runs(embeddings, task, steps):
+    members = [sl.models.EmbMLP(64, 3, 4, d_embed=8, d_hidden=32, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
+               for s, E in enumerate(embeddings)]
+    config = sl.training.TrainConfig(steps=steps, lr=1e-2, batch_size=128, record_every=5, eval_size=256,
+                                     progress=False)
+    return sl.ensemble.train_ensemble(members, task, config, seeds=list(range(len(members))))
+
+
+def test_frozen_speedup_fails_on_cut_off_real_runs():
+    """Real frozen runs cut off after 10 steps: nobody reaches the pair stair, so nothing is decided."""
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    levels = task.loss_levels()
+    level = float(levels[1] + levels[2]) / 2
+    structured = sl.signatures.spectral_embedding(task.kernel(0) + task.kernel(1), 8, norm=16.0)
+    gen = torch.Generator().manual_seed(0)
+    random = [16.0 * (R := torch.randn(64, 8, generator=gen)) / R.norm() for _ in range(2)]
+    runs = _frozen_runs([structured, structured] + random, task, steps=10)
+    t_s, t_r = ch6.crossing_times(runs[:2], level), ch6.crossing_times(runs[2:], level)
+    assert None in t_r
+    assert not ch6.frozen_speedup(t_s, t_r, 10, 10)
+
+
+def test_transplant_claim_holds_and_fails_when_cut_off_or_when_the_transplant_leads():
+    assert ch6.transplant_no_head_start([600, 700, 800], [650, 700, 750], 2000, 2000)
+    assert not ch6.transplant_no_head_start([None, None, None], [None, None, None], 2000, 2000)
+    assert not ch6.transplant_no_head_start([600, 700, 800], [None, 700, 750], 2000, 2000)
+    # a real head start: the transplant twice as fast as a same-norm random embedding
+    assert not ch6.transplant_no_head_start([300, 350, 400], [650, 700, 750], 2000, 2000)
+
+
+def _curves(t_fall, steps=200):
+    s = torch.arange(0, steps + 1, 10)
+    return s, 1.0 / (1.0 + torch.exp((s - t_fall) / 5.0))
+
+
+def test_half_fall_time_and_censoring():
+    s, loss = _curves(60)
+    assert 50 <= ch6.half_fall_time(s, loss) <= 70
+    assert ch6.half_fall_time(s, torch.ones_like(loss)) is None  # a flat curve never falls: censored
+
+
+def test_reasoning_first_holds_and_fails_on_shuffled_labels():
+    assert ch6.reasoning_first([(100, 200), (110, 180), (90, 160)])
+    # shuffled labels: the "reasoning" keys become memorized keys, both fall at the same time
+    same = [(ch6.half_fall_time(*_curves(t)), ch6.half_fall_time(*_curves(t))) for t in (80, 100, 120)]
+    assert not ch6.reasoning_first(same)
+    assert not ch6.reasoning_first([(100, 200), (None, 180), (90, 160)])  # censored
+    assert not ch6.reasoning_first([(100, 200), (200, 180), (90, 160)])  # one seed the other way
+
+
+def test_together_at_large_init():
+    assert ch6.together_at_large_init(1.8, 1.1)
+    assert not ch6.together_at_large_init(1.8, 1.8)  # large init keeps the same preference
+    assert not ch6.together_at_large_init(1.0, 1.0)  # no lead at small init: nothing to compare
+
+
+def test_reasoning_keys_ordered_fails_on_random_and_shuffled_embeddings():
+    values = torch.arange(20.0)
+    ordered = torch.stack((torch.cos(values / 10), torch.sin(values / 10)), 1)
+    target = -(values[:, None] - values[None, :]).abs()
+    order = sl.metrics.gram_correlation(ordered, target, method="spearman", cosine=True)
+    random = sl.metrics.gram_correlation(torch.randn(20, 8, generator=torch.Generator().manual_seed(1)), target,
+                                         method="spearman", cosine=True)
+    shuffled = sl.metrics.gram_correlation(ordered[torch.randperm(20, generator=torch.Generator().manual_seed(2))],
+                                           target, method="spearman", cosine=True)
+    assert ch6.reasoning_keys_ordered([order] * 3, [random] * 3)
+    assert not ch6.reasoning_keys_ordered([random] * 3, [random] * 3)
+    assert not ch6.reasoning_keys_ordered([shuffled] * 3, [random] * 3)
+
+
+def test_composition_generalizes():
+    assert ch6.composition_generalizes([0.9, 1.0], [0.1, 0.2], [1.0, 1.0])
+    assert not ch6.composition_generalizes([0.1, 0.2], [0.1, 0.2], [1.0, 1.0])  # large init in both arms
+    assert not ch6.composition_generalizes([0.9, 1.0], [0.1, 0.2], [0.0, 0.1])  # untrained: nothing memorized
