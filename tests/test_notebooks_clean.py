@@ -93,3 +93,13 @@ def test_the_guarded_colab_install_is_allowed() -> None:
     assert not NETWORK.search(COLAB_INSTALL.sub("", cell))
     unguarded = cell.replace('if "google.colab" in sys.modules:', "if True:")
     assert NETWORK.search(COLAB_INSTALL.sub("", unguarded)), "outside the Colab guard the install is not allowed"
+
+
+MAX_CODE_LINE = 88  # wider code lines scroll sideways in the book's column
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_code_lines_fit_the_column(path: Path) -> None:
+    long = [line for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+            for line in cell.source.splitlines() if len(line) > MAX_CODE_LINE]
+    assert not long, f"{path.name}: {len(long)} code line(s) over {MAX_CODE_LINE} characters: {long[:3]}"
