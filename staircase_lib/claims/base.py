@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-__all__ = ["Claim", "glue"]
+import torch
+
+__all__ = ["Claim", "glue", "table", "cosine", "fit_line"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,38 @@ def _fmt(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_fmt(v) for v in value) + "]"
     return str(value)
+
+
+def table(claims: Mapping[str, Claim] | Sequence[Claim]) -> str:
+    """The claims cell's table, one claim per row: name (or number), holds, the measured numbers, then the
+    rule on a line of its own."""
+    named = claims.items() if isinstance(claims, Mapping) else ((str(i + 1), c) for i, c in enumerate(claims))
+    rows = [(name, claim) for name, claim in named]
+    width = max([len("claim"), *(len(name) for name, _ in rows)])
+    lines = [f"{'claim':<{width}}  {'holds':<6} measured (the rule below each row)"]
+    for name, claim in rows:
+        numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in claim.numbers.items())
+        lines += [f"{name:<{width}}  {str(bool(claim)):<6} {numbers}", f"{'':<{width + 9}}{claim.statement}"]
+    return "\n".join(lines)
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Cosine between two tensors of any shape, flattened, in double precision."""
+    a, b = torch.as_tensor(a).double().flatten(), torch.as_tensor(b).double().flatten()
+    return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-300))
+
+
+def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
+    """Least-squares line ``y = intercept + slope x``: (slope, its standard error, intercept)."""
+    x, y = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    if len(x) < 3 or float(x.var()) == 0:
+        return float("nan"), float("nan"), float("nan")
+    xc = x - x.mean()
+    slope = float((xc * (y - y.mean())).sum() / (xc**2).sum())
+    intercept = float(y.mean() - slope * x.mean())
+    residual = y - intercept - slope * x
+    se = float((residual.pow(2).sum() / (len(x) - 2) / (xc**2).sum()).sqrt())
+    return slope, se, intercept
 
 
 def glue(name: str, value: Any, fmt: str = "{:.3g}", display: bool = False) -> str:

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .base import Claim
+from .base import Claim, fit_line
 
 __all__ = ["closed_form_matches", "closed_form_breaks", "strongest_first", "timing_law_slope",
            "power_law_slope", "no_power_law"]
@@ -79,10 +79,10 @@ def strongest_first(half_times, singular_values, min_ratio: float = 1.1, label: 
 
 def _fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Least-squares slope of y on x and the coefficient of determination R^2."""
-    slope, intercept = np.polyfit(x, y, 1)
+    slope, _, intercept = fit_line(x.tolist(), y.tolist())
     residual = y - (slope * x + intercept)
     total = ((y - y.mean()) ** 2).sum()
-    return float(slope), float(1 - (residual ** 2).sum() / total) if total > 0 else float("nan")
+    return slope, float(1 - (residual ** 2).sum() / total) if total > 0 else float("nan")
 
 
 def timing_law_slope(init_scales: Sequence[float], scaled_half_times, expected_slope: float,

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .base import Claim
+from .base import Claim, cosine as cosine_between
 
 __all__ = [
     "velocity_matches_autograd",
@@ -25,15 +25,10 @@ __all__ = [
 ]
 
 
-def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = torch.as_tensor(a).double().flatten(), torch.as_tensor(b).double().flatten()
-    return float(torch.nn.functional.cosine_similarity(a, b, dim=0))
-
-
 def velocity_matches_autograd(predicted: torch.Tensor, measured: torch.Tensor, threshold: float = 0.99) -> Claim:
     """The leading-order velocity (eq. 3.2) and the autograd velocity ``-dR/dE`` point the same way:
     cosine > ``threshold``. Fails at large initialization (gamma 0.25 or 0.5)."""
-    cosine = _cosine(predicted, measured)
+    cosine = cosine_between(predicted, measured)
     return Claim(f"cosine(predicted, autograd velocity) > {threshold}", cosine > threshold,
                  {"cosine": cosine, "threshold": threshold})
 
@@ -41,7 +36,7 @@ def velocity_matches_autograd(predicted: torch.Tensor, measured: torch.Tensor, t
 def velocity_fails_at_large_init(predicted: torch.Tensor, measured: torch.Tensor, threshold: float = 0.5) -> Claim:
     """At large initialization the leading order no longer describes the velocity: cosine < ``threshold``.
     Fails at small initialization, where the two agree."""
-    cosine = _cosine(predicted, measured)
+    cosine = cosine_between(predicted, measured)
     return Claim(f"cosine(predicted, autograd velocity) < {threshold} at large init", cosine < threshold,
                  {"cosine": cosine, "threshold": threshold})
 

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import torch
 
-from .base import Claim
+from .base import Claim, fit_line  # fit_line: shared with Chapter 2, kept as ch4.fit_line
 
 __all__ = ["loss_at", "nearest_level", "level_loss_std", "dwell_decades", "fit_line", "stair_order",
            "plateau_level", "loss_follows_levels", "order0_transient", "init_scale_trend", "no_order0_dwell",
@@ -60,19 +60,6 @@ def dwell_decades(steps: torch.Tensor, loss: torch.Tensor, levels: Sequence[floa
     near = torch.tensor([nearest_level(float(x), levels) == k for x in loss])
     both = near[1:] & near[:-1]
     return float((steps[1:].log10() - steps[:-1].log10())[both].sum())
-
-
-def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
-    """Least-squares line ``y = intercept + slope x``: (slope, its standard error, intercept)."""
-    x, y = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
-    if len(x) < 3 or float(x.var()) == 0:
-        return float("nan"), float("nan"), float("nan")
-    xc = x - x.mean()
-    slope = float((xc * (y - y.mean())).sum() / (xc**2).sum())
-    intercept = float(y.mean() - slope * x.mean())
-    residual = y - intercept - slope * x
-    se = float((residual.pow(2).sum() / (len(x) - 2) / (xc**2).sum()).sqrt())
-    return slope, se, intercept
 
 
 # ----- claims ------------------------------------------------------------------------------------------------

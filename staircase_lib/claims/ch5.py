@@ -10,15 +10,10 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .base import Claim
+from .base import Claim, cosine as cosine_between, table  # table: kept as ch5.table for the chapter
 
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
            "bag_of_tokens_first", "entropy_drops_with_pair_stair", "saturation_trap", "table"]
-
-
-def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.double().flatten(), b.double().flatten()
-    return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-300))
 
 
 def mean_pooling_at_init(gammas: Sequence[float], deviations: Sequence[float], d_embed: int,
@@ -55,11 +50,11 @@ def label_driven_mean_pool(on_task: torch.Tensor, on_null: torch.Tensor, mean_po
     ``mean_pool`` and a norm within ``ratio_tolerance`` of it. Also returns the raw cosine and the size of
     the own-prediction term ``on_null`` relative to the mean-pool term (information, not tested)."""
     driven = on_task - on_null
-    cosine = _cosine(driven, mean_pool)
+    cosine = cosine_between(driven, mean_pool)
     ratio = float(driven.norm() / mean_pool.norm().clamp_min(1e-300))
     holds = cosine > min_cosine and abs(ratio - 1) < ratio_tolerance
     return Claim(f"cos(label-driven velocity, mean pool) > {min_cosine}, norm ratio 1 +- {ratio_tolerance}", holds,
-                 {"cosine": cosine, "norm_ratio": ratio, "raw_cosine": _cosine(on_task, mean_pool),
+                 {"cosine": cosine, "norm_ratio": ratio, "raw_cosine": cosine_between(on_task, mean_pool),
                   "own_over_mean_pool": float(on_null.norm() / mean_pool.norm().clamp_min(1e-300))})
 
 
@@ -109,15 +104,3 @@ def saturation_trap(steps: torch.Tensor, entropy: torch.Tensor, order1_max: floa
     holds = early < collapsed and float(order1_max) < blocked and others > learned
     return Claim(f"entropy < {collapsed} by step {by}; order-1 CKA < {blocked} vs > {learned} for the others", holds,
                  {"min_entropy_early": early, "order1_max": float(order1_max), "others_min": others})
-
-
-def table(claims: Mapping[str, Claim]) -> str:
-    """A small text table: claim, measured numbers, holds."""
-    from .base import _fmt
-
-    lines = [f"{'claim':<28} {'holds':<6} measured (threshold in the statement)"]
-    for name, claim in claims.items():
-        numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in claim.numbers.items())
-        lines.append(f"{name:<28} {str(bool(claim)):<6} {numbers}")
-        lines.append(f"{'':<35}{claim.statement}")
-    return "\n".join(lines)

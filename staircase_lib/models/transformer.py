@@ -127,7 +127,10 @@ class Transformer(TokenModel):
             h, attention = block(h, last_only=last_only, need_attention=need_attention)
             maps.append(attention)
         u = self.norm_out(h) if self.layer_norm else h
-        pooled = {"last": lambda: u[..., -1, :], "mean": lambda: u.mean(-2), "all": lambda: u}[self.readout_mode]()
+        if self.readout_mode == "last":
+            pooled = u[..., -1, :]
+        else:
+            pooled = u.mean(-2) if self.readout_mode == "mean" else u
         if self.tied:
             logits = pooled @ self.embedding.T + self.readout_bias
         else:
