@@ -19,6 +19,13 @@ from .base import ACTIVATIONS, TokenModel
 __all__ = ["Transformer", "AttentionModel", "TinyGPT", "attention_snapshot"]
 
 READOUTS = ("last", "mean", "all")
+_BROADCAST_MAX_LEN = 8  # sequences up to this length compute attention by broadcasting (measured faster)
+
+
+def _flat(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``layer`` on the last axis of ``x`` [..., d_in], through a 2-D view [n, d_in]: vmapped over members, a
+    2-D input is one batched matmul, while a 3-D one becomes a batch of tiny matmuls (measured 10x slower)."""
+    return layer(x.reshape(-1, x.shape[-1])).view(*x.shape[:-1], -1)
 
 
 class Block(nn.Module):
@@ -50,28 +57,38 @@ class Block(nn.Module):
         ``last_only=True`` computes only the last query position (Lq = 1): all a last-position readout needs.
         """
         x = self._norm("norm_attn", h)
+        # last_only: the query, the residual and the MLP act on one position only
         if last_only:
-            h = h[..., -1:, :]
-        queries = x[..., -1:, :] if last_only else x
+            h = h[..., -1, :]
+        queries = x[..., -1, :] if last_only else x
 
         def heads(y: torch.Tensor) -> torch.Tensor:  # [N, L, d] -> [N, H, L, d/H]
             return y.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
 
-        q, k, v = heads(self.query(queries)), heads(self.key(x)), heads(self.value(x))
+        q = heads(_flat(self.query, queries).unsqueeze(-2) if last_only else _flat(self.query, queries))
+        k, v = heads(_flat(self.key, x)), heads(_flat(self.value, x))
         attention = None
+        small = k.shape[-2] <= _BROADCAST_MAX_LEN  # tiny L: broadcast-and-sum beats many tiny matmuls on a CPU
         if need_attention or last_only:
-            scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # [N, H, Lq, L]
+            if small:
+                scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])  # [N, H, Lq, L]
+            else:
+                scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
             if self.causal:
                 length = k.shape[-2]
                 future = torch.ones(length, length, dtype=torch.bool, device=h.device).triu(1)
                 scores = scores.masked_fill(future[length - q.shape[-2]:], float("-inf"))
             attention = torch.softmax(scores, dim=-1)
-            mixed = attention @ v
+            mixed = (attention.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2) if small else attention @ v
         else:  # fused kernel when the maps are not needed
             mixed = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        h = h + self.output(mixed.transpose(-3, -2).flatten(-2))
+        mixed = mixed.transpose(-3, -2).flatten(-2)  # [N, Lq, d]
+        h = h + _flat(self.output, mixed[..., 0, :] if last_only else mixed)
         if hasattr(self, "mlp_in"):
-            h = h + self.mlp_out(ACTIVATIONS[self.activation](self.mlp_in(self._norm("norm_mlp", h))))
+            pre = _flat(self.mlp_in, self._norm("norm_mlp", h))
+            h = h + _flat(self.mlp_out, ACTIVATIONS[self.activation](pre))
+        if last_only:
+            h = h.unsqueeze(-2)
         return h, attention
 
 
@@ -134,7 +151,7 @@ class Transformer(TokenModel):
         if self.tied:
             logits = pooled @ self.embedding.T + self.readout_bias
         else:
-            logits = self.readout(pooled)
+            logits = _flat(self.readout, pooled)
         return logits, (torch.stack(maps, dim=-4) if need_attention else None)
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
