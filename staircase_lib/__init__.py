@@ -5,8 +5,8 @@ Layers, each importing only from its own or a lower one (``tests/test_layers.py`
 -> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets`` -> ``exercises``/``coursework``/``session``.
 """
 from ._version import __version__
-from . import (a11y, cache, claims, corpus, ensemble, exercises, metrics, models, plotting, results, signatures, tasks,  # noqa: E402
-               theory, training, widgets)
+from . import (a11y, cache, claims, corpus, ensemble, exercises, metrics, models, plotting, projects,  # noqa: E402
+               results, signatures, tasks, theory, training, widgets)
 from .runtime import resolve_device  # noqa: E402
 from .session import setup  # noqa: E402
 
@@ -21,6 +21,7 @@ __all__ = [
     "metrics",
     "models",
     "plotting",
+    "projects",
     "results",
     "resolve_device",
     "setup",
