@@ -75,13 +75,24 @@ def test_entropy_drop_claim_fails_for_early_drop_no_drop_or_no_stair():
     assert not ch5.entropy_drops_with_pair_stair(steps, entropy, None)  # censored: no stair
 
 
-def test_saturation_trap_fails_on_a_run_that_does_not_collapse():
+LEVELS = T([1.3863, 1.3552, 1.0870, 0.8205])  # the chapter's task.loss_levels()
+
+
+def test_saturation_trap_fails_on_runs_that_escape_or_never_collapse():
     steps = _steps()
     collapsed = T([1.0] * 7 + [0.05] * 6)
-    assert ch5.saturation_trap(steps, collapsed, 0.2, [0.8, 0.7, 0.75])
-    uniform = T([1.0] * 11 + [0.2, 0.1])  # a reversed-task run: uniform until the pair stair
-    assert not ch5.saturation_trap(steps, uniform, 0.8, [0.8, 0.7, 0.75])
-    assert not ch5.saturation_trap(steps, collapsed, 0.2, [0.2, 0.7, 0.75])  # the others did not learn either
+    reversed_losses = [1.08, 1.13, 1.11]
+    claim = ch5.saturation_trap(steps, [collapsed] * 3, [1.31, 1.36, 1.35], reversed_losses, LEVELS)
+    assert claim and claim.numbers["trapped"] == "3 of 3"
+    # one seed escaping is the expected randomness: the majority is still trapped
+    assert ch5.saturation_trap(steps, [collapsed] * 3, [1.11, 1.36, 1.35], reversed_losses, LEVELS)
+    # null: most forward runs learn the pair rule (no trap)
+    assert not ch5.saturation_trap(steps, [collapsed] * 3, [1.11, 1.10, 1.35], reversed_losses, LEVELS)
+    # null: attention stays uniform until late (a reversed-task run), so nothing collapsed
+    uniform = T([1.0] * 11 + [0.2, 0.1])
+    assert not ch5.saturation_trap(steps, [collapsed, uniform, collapsed], [1.36] * 3, reversed_losses, LEVELS)
+    # null: the reversed runs did not learn either (an untrained or cut-off comparison)
+    assert not ch5.saturation_trap(steps, [collapsed] * 3, [1.36] * 3, [1.36, 1.13, 1.11], LEVELS)
 
 
 def test_table_lists_every_claim():
