@@ -11,8 +11,8 @@ import torch
 
 from .a11y import label_animation
 
-__all__ = ["ORDER_COLORS", "ORDER_LINESTYLES", "ORDER_MARKERS", "ORDER_STYLES", "order_style", "use_course_style", "signature_heatmap", "kernel_heatmap", "staircase_plot",
-           "attention_heatmap",
+__all__ = ["ORDER_COLORS", "ORDER_LINESTYLES", "ORDER_MARKERS", "ORDER_STYLES", "order_style", "use_course_style",
+           "signature_heatmap", "kernel_heatmap", "staircase_plot", "alignment_plot", "attention_heatmap",
            "gram_animation"]
 
 ORDER_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -146,6 +146,30 @@ def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss
         ax.legend(lines[0] + extra[0], lines[1] + extra[1], loc="center left", fontsize=8)
     else:
         ax.legend(loc="center left", fontsize=8)
+    return ax
+
+
+def alignment_plot(steps_per_run: Sequence[torch.Tensor], curves_per_run: Sequence[Sequence[torch.Tensor]],
+                   times_per_run: Sequence[Sequence[int | None]] | None = None, chance: float | None = None,
+                   title: str = "", ax: plt.Axes | None = None) -> plt.Axes:
+    """The staircase of several seeds on one log-step axis (Chapter 4 and the welcome page): for each run,
+    ``steps`` Tensor[T] and one alignment curve Tensor[T] per order (order ``k`` in :func:`order_style` ``k``);
+    ``times_per_run`` (stair times, None where censored) as thin vertical lines; ``chance`` as a grey line."""
+    if len(steps_per_run) != len(curves_per_run):
+        raise ValueError(f"steps_per_run has {len(steps_per_run)} runs but curves_per_run has {len(curves_per_run)}")
+    ax = _axes(ax, (8.5, 4.4))
+    for i, (steps, curves) in enumerate(zip(steps_per_run, curves_per_run)):
+        x = torch.as_tensor(steps).double().clamp_min(1).numpy()
+        for k, curve in enumerate(curves):
+            ax.plot(x, torch.as_tensor(curve).detach().cpu().numpy(), lw=1.6, alpha=0.85,
+                    label=f"order {k}" if i == 0 else None, **order_style(k))
+            if times_per_run is not None and times_per_run[i][k] is not None:
+                ax.axvline(times_per_run[i][k], color=ORDER_COLORS[k], lw=0.8, ls=(0, (2, 2)))
+    if chance is not None:
+        ax.axhline(chance, color="grey", ls=":", lw=1.2, label="chance")
+    ax.set(xscale="log", ylim=(-0.02, 1.02), xlabel="training step (log scale)",
+           ylabel="alignment with the pure kernel (CKA)", title=title)
+    ax.legend(loc="upper left", fontsize=10)
     return ax
 
 

@@ -160,3 +160,13 @@ def test_attention_heatmap_labels_positions_and_annotates():
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="attention must be a square tensor"):
         plotting.attention_heatmap(torch.ones(2, 3))
+
+
+def test_alignment_plot_draws_every_seed_and_rejects_mismatched_runs():
+    steps = torch.arange(1, 11)
+    curves = [[torch.linspace(0, 1, 10), torch.linspace(1, 0, 10)]] * 2
+    ax = plotting.alignment_plot([steps, steps], curves, [[2, 5], [3, None]], chance=0.1)
+    assert len(ax.get_lines()) == 2 * 2 + 3 + 1  # curves, stair lines, chance
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="steps_per_run has 1 runs"):
+        plotting.alignment_plot([steps], curves)

@@ -1,58 +1,54 @@
 #!/usr/bin/env python3
-"""Draw the schematic staircase figure for the welcome page: images/staircase_schematic.png.
+"""Draw the welcome page's staircase from a recorded run: images/staircase_recorded.png.
 
-Idealised curves, not data: alignment with the order-0, order-1 and order-2 signatures rises and
-falls in turn along a log-scaled training-step axis. Run from anywhere; the output is deterministic.
+The data are Chapter 4's model at gamma = 1 (three seeds) from the shipped initialization sweep
+(``sl.results.load("ch4_init_sweep")``, written by ``scripts/ch4_sweep.py``), drawn by the function that
+draws Chapter 4's staircase (``sl.plotting.alignment_plot``). To regenerate both:
+
+    python scripts/ch4_sweep.py --out staircase_lib/data/ch4_init_sweep.json
+    python tools/make_intro_figure.py
 """
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
-OUT = Path(__file__).resolve().parent.parent / "images" / "staircase_schematic.png"
+import staircase_lib as sl  # noqa: E402
 
-
-def bump(log_t: np.ndarray, rise: float, fall: float | None, width: float = 0.12) -> np.ndarray:
-    """A sigmoidal rise at log10-step `rise`, followed by a sigmoidal decay at `fall` (if any)."""
-    up = 1.0 / (1.0 + np.exp(-(log_t - rise) / width))
-    if fall is None:
-        return up
-    return up / (1.0 + np.exp((log_t - fall) / (1.5 * width)))
+OUT = Path(__file__).resolve().parent.parent / "images" / "staircase_recorded.png"
 
 
-def main() -> None:
-    log_t = np.linspace(0.0, 5.0, 600)
-    steps = 10.0 ** log_t
-    curves = [
-        ("order 0", bump(log_t, 1.0, 2.6), "#1f77b4"),
-        ("order 1", 0.9 * bump(log_t, 2.4, 3.9), "#ff7f0e"),
-        ("order 2", 0.8 * bump(log_t, 3.7, None), "#2ca02c"),
-    ]
+def recorded_runs(gamma: float = 1.0) -> tuple[list[torch.Tensor], list[list[torch.Tensor]], list[list[int | None]]]:
+    """Steps, alignment curves (orders 0-2) and stair times of the sweep's runs at ``gamma``, one entry per seed."""
+    sweep = sl.results.load("ch4_init_sweep")
+    steps = torch.tensor(sweep["step"])
+    runs = [run for run in sweep["runs"] if run["gamma"] == gamma]
+    if not runs:
+        raise ValueError(f"gamma={gamma} is not in the sweep; it has {sweep['config']['gammas']}")
+    curves = [[torch.tensor(curve) for curve in run["cka"]] for run in runs]
+    return [steps] * len(runs), curves, [run["stair_times"] for run in runs]
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=100)
-    fig.patch.set_facecolor("white")
-    ax.set_facecolor("white")
-    for label, y, colour in curves:
-        ax.plot(steps, y, color=colour, lw=2.2, label=label)
-        peak = steps[np.argmax(y)] if label != "order 2" else steps[-1] / 3
-        ax.annotate(label, (peak, y.max() + 0.03), ha="center", va="bottom", color=colour, fontsize=10)
-    ax.set_xscale("log")
-    ax.set_xlim(steps[0], steps[-1])
-    ax.set_ylim(0.0, 1.15)
-    ax.set_xlabel("training step (log scale)")
-    ax.set_ylabel("alignment with signature")
-    ax.set_title("The Context Staircase (schematic)")
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT, facecolor="white", metadata={"Software": None})
-    print(f"wrote {OUT.relative_to(OUT.parent.parent)} ({OUT.stat().st_size // 1024} kB)")
+
+def main(out: Path = OUT) -> Path:
+    sl.plotting.use_course_style()
+    steps, curves, times = recorded_runs()
+    fig, ax = plt.subplots(figsize=(8.5, 4.4), dpi=100, constrained_layout=True)
+    sl.plotting.alignment_plot(steps, curves, times, ax=ax,
+                               title="A recorded staircase: three seeds of Chapter 4's model")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, metadata={"Software": None})
+    plt.close(fig)
+    print(f"wrote {out} ({out.stat().st_size // 1024} kB)")
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    main(parser.parse_args().out)
