@@ -51,7 +51,7 @@ test: $(STAMP) $(VENDOR)
 	$(PY) -m pytest tests -m "not book" -n 2 --cov=staircase_lib --cov-report=term --cov-fail-under=90
 	$(MAKE) student
 	$(MAKE) -j2 test-student-notebooks test-book-build
-	$(PY) -m pytest tests -m book -rs
+	$(PY) -m pytest tests -m book -rs -n 2
 
 # The two runs of every chapter, side by side on the two cores (each kernel on one thread, so neither spins
 # on the other's core): the student notebooks under nbval (time budget per chapter), and the full chapters

@@ -534,6 +534,8 @@ def test_images_have_real_alt_text(a11y_scan, docname):
 
 
 def test_accessibility_allow_list_is_used(a11y_scan):
+    if not AXE_ALLOWED:  # nothing can be stale, and scanning every page again here would double the work
+        pytest.skip("the accessibility allow-list is empty")
     used = set()
     for docname in DOCNAMES:
         scan = a11y_scan(docname)
