@@ -1,4 +1,4 @@
-"""Alignment between embeddings and signature kernels, and stair detection (THEORY.md 5)."""
+"""Alignment between embeddings and signature kernels, and stair detection (CKA: Chapter 1; its chance level: Appendix A)."""
 from __future__ import annotations
 
 import torch
@@ -123,7 +123,7 @@ def smooth(curve: torch.Tensor, window: int = 1) -> torch.Tensor:
 
 
 def stair_time(steps: torch.Tensor, curve: torch.Tensor, window: int = 1, min_rise: float = 0.1) -> int | None:
-    """Half-rise time of a curve (THEORY.md 5.3), or ``None`` if it never rises by ``min_rise``.
+    """Half-rise time of a curve (Chapter 4), or ``None`` if it never rises by ``min_rise``.
 
     After smoothing, ``m_max`` is the curve's maximum and ``m_min`` its minimum before that peak; the
     stair time is the first step after that minimum where the curve reaches ``(m_min + m_max) / 2``.

@@ -1,4 +1,4 @@
-"""Probability signatures counted from data (THEORY.md 1.2-1.5), all by vectorized counting.
+"""Probability signatures counted from data (Chapter 1; Appendix A), all by vectorized counting.
 
 Positions are 0-based. Rows (or cells) of tokens that never occur are NaN, never a silent uniform row.
 """

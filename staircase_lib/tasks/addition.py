@@ -1,4 +1,4 @@
-"""Composite addition (THEORY.md 6.3): number tokens whose signatures are shifted copies of each other."""
+"""Composite addition (Chapters 1 and 7): number tokens whose signatures are shifted copies of each other."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -1,4 +1,4 @@
-"""Anchor-function tasks (THEORY.md 6.2): composite rules with reasoning and memorization mappings."""
+"""Anchor-function tasks (Chapter 6): composite rules with reasoning and memorization mappings."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -23,7 +23,7 @@ def _check_shifts(shifts: Sequence[int]) -> tuple[int, ...]:
 
 
 class AnchorTask:
-    """Composite anchor-function task with reasoning and memorization mappings (THEORY.md 6.2).
+    """Composite anchor-function task with reasoning and memorization mappings (Chapter 6).
 
     A sequence is ``(key, a_1, a_2)``: a key token and two anchor tokens. Anchor ``j`` (0-based) adds
     ``shifts[j]`` to a number. Each key follows one of two mappings:

@@ -1,4 +1,4 @@
-"""The three-attribute staircase task (THEORY.md 1.6 and 6.1): samples and exact signatures."""
+"""The three-attribute staircase task of Chapters 4-6: samples and exact signatures."""
 from __future__ import annotations
 
 import itertools
@@ -29,7 +29,7 @@ def _check_strengths(strengths: Sequence[float], n_orders: int) -> tuple[float, 
 
 
 class StaircaseTask:
-    """The three-attribute staircase task (THEORY.md 1.6 and 6.1).
+    """The three-attribute staircase task of Chapters 4-6.
 
     Token ``v`` in ``[0, a**3)`` carries three attributes ``g = v // a**2``, ``h = (v // a) % a`` and
     ``m = v % a``. A sequence is ``L = 3`` i.i.d. uniform tokens. The label (``C = a`` classes) follows
@@ -39,9 +39,9 @@ class StaircaseTask:
     * order 1: ``y = (h(x_0) + h(x_1)) mod a`` (one context token);
     * order 2: ``y = (m(x_0) + m(x_1) + m(x_2)) mod a`` (two context tokens).
 
-    Positions are 0-based in code (THEORY.md counts from 1). With ``reverse=True`` every rule reads the
+    Positions are 0-based, as everywhere in the course. With ``reverse=True`` every rule reads the
     sequence from the other end (order 0 acts on ``x_2``, order 1 on ``(x_2, x_1)``), which puts the
-    order-0 token at the readout position of a last-position attention model (THEORY.md 4.2).
+    order-0 token at the readout position of a last-position attention model (Chapter 5).
     """
 
     seq_len = 3
@@ -170,7 +170,7 @@ class StaircaseTask:
         return self.conditional_label_distribution([position])
 
     def kernel(self, order: int) -> torch.Tensor:
-        """Exact pure order-k token kernel ``K^(k)`` (THEORY.md 1.10, closed form of 1.6): Tensor[V, V].
+        """Exact pure order-k token kernel ``K^(k)`` (Chapter 4; closed form in Appendix A): Tensor[V, V].
 
         ``K^(k)_{vv'} = (k+1)! * strengths[k]**2 * (1[attr_k(v) = attr_k(v')] - 1/a)``.
         """

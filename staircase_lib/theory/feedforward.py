@@ -44,7 +44,7 @@ def mlp_embedding_velocity(model: EmbMLP, task) -> torch.Tensor:
 
 
 def predicted_weight_velocities(model, task) -> dict[str, torch.Tensor]:
-    """Leading-order velocities of the other weights (THEORY.md 3.2), concat pooling.
+    """Leading-order velocities of the other weights (Appendix A, the Emb-MLP velocities), concat pooling.
 
     ``dW_2/dt = sigma'(0) sum_i S^(i)T E W_1^(i)T`` (Tensor[C, m]) and
     ``dW_1^(i)/dt = sigma'(0) W_2^T S^(i)T E`` (Tensor[L, m, d]).

@@ -34,7 +34,7 @@ Number = Union[float, int, torch.Tensor]
 # A target matrix S = sum_k s_k a_k b_k^T is fitted by a product of N factors under the square loss
 # L = 1/2 ||S - F_1 ... F_N||_F^2 and gradient flow. With a balanced, aligned initialization every
 # singular mode evolves on its own; its strength u_k = a_k^T (F_1 ... F_N) b_k obeys
-#     du/dt = N u^(2 - 2/N) (s - u),                                     (THEORY.md 3.3)
+#     du/dt = N u^(2 - 2/N) (s - u),                                     (Appendix A)
 # which is the logistic equation du/dt = 2u(s - u) for two factors (Saxe et al. 2014).
 
 def _as_real_tensor(name: str, value, positive: bool = False, nonnegative: bool = False) -> torch.Tensor:
@@ -199,7 +199,7 @@ def half_time_leading_order(s: Number, u0: Number, n_factors: int = 2) -> torch.
     """Small-u0 law of the half time: log(s/u0) / (2s) for N = 2, u0^{-(N-2)/N} / ((N-2) s) for N >= 3.
 
     The plateau length is logarithmic in 1/u0 for two factors and a power law for three or more
-    (THEORY.md 3.3 and Lemma 3.6). Returns the broadcast shape of ``s`` and ``u0`` (both > 0).
+    (Appendix A, linear networks). Returns the broadcast shape of ``s`` and ``u0`` (both > 0).
     """
     n = _check_n_factors(n_factors)
     s = _as_real_tensor("s", s, positive=True).double()
@@ -295,7 +295,7 @@ class LinearNetworkConfig:
 
     @property
     def gamma(self) -> float:
-        """The initialization rate gamma with d^-gamma = init_std (THEORY.md 2.3)."""
+        """The initialization rate gamma with d^-gamma = init_std (Chapter 2)."""
         return math.log(1.0 / self.init_std) / math.log(self.d_embed)
 
 
