@@ -7,6 +7,10 @@ subject (an animal), the object (a food) and the place from class ``c``'s nouns;
 verbs and prepositions do not depend on it. So the word after a noun never depends on the noun's class
 (subjects are followed by a verb, objects by a preposition or '.', places by '.'): the bigram signature
 sees only the slot (POS), and the class shows only at lag >= 2 and in interactions.
+
+By default every sentence draws its class afresh. With ``topic_persistence=rho > 0`` a sentence keeps the
+class of the sentence before it with probability ``rho`` (a topic that lasts a document of on average
+``1 / (1 - rho)`` sentences), so the class of any noun also predicts the nouns of the next sentences.
 """
 from __future__ import annotations
 
@@ -78,12 +82,17 @@ class TinyCorpus:
     ``n_classes`` hidden classes with ``nouns_per_class`` nouns in each of the three noun slots; the
     default (2 classes, 4 nouns, 6 adjectives, 6 verbs) has 42 real English words, other sizes use
     generated names (``subject1_3``). ``p_adjective`` and ``p_phrase`` are the probabilities of each
-    optional adjective and of the place phrase.
+    optional adjective and of the place phrase. ``topic_persistence`` (``rho`` in [0, 1)) is the
+    probability that a sentence keeps the class of the sentence before it; otherwise its class is drawn
+    afresh (uniformly, so it may repeat by chance). The default 0 draws every sentence's class
+    independently and gives the same stream, bit for bit, as before the argument existed; a corpus with
+    ``rho > 0`` has the same sentence shapes and the same word draws for the same seed, only the classes
+    of the nouns differ. ``sentence_classes`` (LongTensor[n_sentences]) holds each sentence's class.
     """
 
     def __init__(self, n_sentences: int = 40_000, n_classes: int = 2, nouns_per_class: int = 4,
                  n_adjectives: int = 6, n_verbs: int = 6, p_adjective: float = 0.5, p_phrase: float = 0.5,
-                 seed: int = 0):
+                 seed: int = 0, topic_persistence: float = 0.0):
         self.n_sentences = check_positive_int("n_sentences", n_sentences)
         self.n_classes = check_positive_int("n_classes", n_classes, minimum=2)
         self.nouns_per_class = check_positive_int("nouns_per_class", nouns_per_class)
@@ -94,6 +103,12 @@ class TinyCorpus:
             if p > 1:
                 raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
         self.p_adjective, self.p_phrase = float(p_adjective), float(p_phrase)
+        if isinstance(topic_persistence, bool) or not isinstance(topic_persistence, (int, float)):
+            raise TypeError(f"topic_persistence must be a float in [0, 1), got {topic_persistence!r}")
+        rho = check_finite_float("topic_persistence", topic_persistence, minimum=0.0)
+        if rho >= 1:
+            raise ValueError(f"topic_persistence must be in [0, 1) (1 would fix one class forever), got {rho}")
+        self.topic_persistence = rho
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         self.seed = seed
@@ -104,9 +119,10 @@ class TinyCorpus:
         self._exact: dict[tuple[int, ...], torch.Tensor] = {}
 
     def __repr__(self) -> str:
+        topic = f", topic_persistence={self.topic_persistence:g}" if self.topic_persistence else ""
         return (f"TinyCorpus(n_sentences={self.n_sentences}, n_classes={self.n_classes}, "
                 f"nouns_per_class={self.nouns_per_class}, V={self.vocab_size}, tokens={len(self.tokens)}, "
-                f"seed={self.seed})")
+                f"seed={self.seed}{topic})")
 
     # ----- vocabulary ---------------------------------------------------------------------------
     def _build_vocabulary(self) -> WordTokenizer:
@@ -213,13 +229,21 @@ class TinyCorpus:
         keep[:, 1], keep[:, 7] = adj1, phrase & adj2
         keep[:, 5], keep[:, 6], keep[:, 8] = phrase, phrase, phrase
         grid = torch.empty(n, len(slots), dtype=torch.long)
+        picks = {}  # noun slot -> index of the noun inside its class block (drawn in the original order)
         for j, slot in enumerate(slots):
             words = self.slot_words[slot]
-            if slot in CONTENT_POS:  # class c's nouns are a contiguous block of the slot's words
-                k = self.nouns_per_class
-                grid[:, j] = words[cls * k + torch.randint(k, (n,), generator=gen)]
+            if slot in CONTENT_POS:
+                picks[j] = torch.randint(self.nouns_per_class, (n,), generator=gen)
             else:
                 grid[:, j] = words[torch.randint(len(words), (n,), generator=gen)]
+        if self.topic_persistence > 0:  # drawn last, so the rho = 0 stream is untouched
+            fresh = torch.rand(n, generator=gen) >= self.topic_persistence
+            fresh[0] = True
+            last_fresh = torch.where(fresh, torch.arange(n), torch.zeros(n, dtype=torch.long)).cummax(0).values
+            cls = cls[last_fresh]  # each sentence keeps the class of the last sentence that drew one
+        self.sentence_classes = cls
+        for j, pick in picks.items():  # class c's nouns are a contiguous block of the slot's words
+            grid[:, j] = self.slot_words[slots[j]][cls * self.nouns_per_class + pick]
         return grid[keep]  # row-major: sentence after sentence
 
     def sentences(self, n: int = 5) -> list[str]:
@@ -240,8 +264,9 @@ class TinyCorpus:
 
     # ----- exact signatures -------------------------------------------------------------------
     def exact_joint(self, offsets: Sequence[int]) -> torch.Tensor:
-        """Exact stationary ``P(s_t = v_0, s_{t+o_1} = v_1, ...)`` of the infinite stream of independent
-        sentences, for ``offsets = (o_1, ...)`` (distinct, in [1, 4]): Tensor[V, ..., V] (float64)."""
+        """Exact stationary ``P(s_t = v_0, s_{t+o_1} = v_1, ...)`` of the infinite stream of sentences
+        (independent shapes; classes of neighbouring sentences equal with the persistence), for
+        ``offsets = (o_1, ...)`` (distinct, in [1, 4]): Tensor[V, ..., V] (float64)."""
         offsets = tuple(offsets)
         if (not offsets or len(offsets) > 2 or len(set(offsets)) != len(offsets)
                 or any(isinstance(o, bool) or not isinstance(o, int) or not 1 <= o <= 4 for o in offsets)):
@@ -251,7 +276,7 @@ class TinyCorpus:
         templates = self._templates()
         dists = {s: self._slot_distribution(s) for s in set(self._SLOT_ORDER)}
         mean_len = sum(p * len(s) for p, s in templates)
-        p_class = 1.0 / self.n_classes
+        p_class, rho = 1.0 / self.n_classes, self.topic_persistence
         letters = "abc"[: len(offsets) + 1]
         spec = ",".join(letters) + "->" + letters
         joint = torch.zeros([self.vocab_size] * (len(offsets) + 1), dtype=torch.float64)
@@ -264,7 +289,8 @@ class TinyCorpus:
                 continue
             for (pb, sb), ca, cb in itertools.product(templates, classes, classes):  # runs on into sentence B
                 factors = [dists[sa[w]][ca] if w < len(sa) else dists[sb[w - len(sa)]][cb] for w in where]
-                joint += pa * pb * p_class * p_class * torch.einsum(spec, *factors)
+                p_pair = p_class * (rho * (ca == cb) + (1 - rho) * p_class)  # P(class A, class B)
+                joint += pa * pb * p_pair * torch.einsum(spec, *factors)
         joint /= mean_len
         self._exact[offsets] = joint
         return joint

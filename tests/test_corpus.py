@@ -110,3 +110,68 @@ def test_window_mlp_learns_pos_before_class():
     pos = sl.metrics.alignment_curve(emb, corpus.label_kernel("pos"))
     cls = sl.metrics.alignment_curve(emb, corpus.label_kernel("class"))
     assert pos[-1] > 0.6 and cls[-1] < 0.1, f"CKA(POS) {pos.tolist()}, CKA(class) {cls.tolist()}"
+
+
+# ----- topic persistence (a class that lasts across sentences) -----
+DEFAULT_SHA256 = "48e6e2ba56524ffadf522aa2e1c45d36cb4d82b09d539581a729dfc4dbac065e"
+"""sha256 of ``TinyCorpus(seed=0).tokens`` (int64 bytes) before ``topic_persistence`` existed."""
+
+
+def test_the_default_corpus_is_unchanged_bit_for_bit():
+    import hashlib
+
+    default = TinyCorpus(seed=0)
+    assert len(default.tokens) == 289_914
+    assert hashlib.sha256(default.tokens.numpy().tobytes()).hexdigest() == DEFAULT_SHA256
+    assert torch.equal(TinyCorpus(n_sentences=500, seed=4, topic_persistence=0.0).tokens,
+                       TinyCorpus(n_sentences=500, seed=4).tokens)
+    assert "topic_persistence" not in repr(default)
+
+
+def test_topic_persistence_keeps_shapes_and_words_and_changes_only_the_classes():
+    plain = TinyCorpus(n_sentences=3000, seed=5)
+    topic = TinyCorpus(n_sentences=3000, seed=5, topic_persistence=0.8)
+    assert topic.tokens.shape == plain.tokens.shape and "topic_persistence=0.8" in repr(topic)
+    function = torch.tensor([c < 0 for c in plain.tokenizer.classes])[plain.tokens]
+    assert torch.equal(topic.tokens[function], plain.tokens[function])  # same shapes, same function words
+    k = topic.nouns_per_class  # the same noun inside its class block
+    assert torch.equal(topic.tokens[~function] % k, plain.tokens[~function] % k)
+    for corpus in (plain, topic):  # every sentence still keeps one class, the one recorded for it
+        words = corpus.tokenizer
+        for s, sentence in enumerate(corpus.sentences(50)):
+            classes = {words.classes[i] for i in words.encode(sentence).tolist()} - {-1}
+            assert classes == {int(corpus.sentence_classes[s])}, sentence
+    same = lambda c: float((c.sentence_classes[1:] == c.sentence_classes[:-1]).double().mean())  # noqa: E731
+    assert abs(same(plain) - 0.5) < 0.05 and abs(same(topic) - (0.8 + 0.2 * 0.5)) < 0.03
+
+
+def test_exact_signatures_with_persistence_match_counts_and_the_bigram_stays_class_blind():
+    topic = TinyCorpus(n_sentences=20_000, seed=3, topic_persistence=0.9)
+    for lag in (1, 2, 3, 4):
+        exact = topic.skipgram(lag)
+        torch.testing.assert_close(exact.sum(1), torch.ones(42, dtype=torch.float64))
+        assert (topic.counted_skipgram(lag) - exact).abs().max() < 0.03, f"lag {lag}"
+    content, pos, cls = topic.content_tokens, topic.content_labels("pos"), topic.content_labels("class")
+    bigram = topic.bigram()[content]
+    for p in range(len(CONTENT_POS)):
+        rows = bigram[pos == p]
+        assert torch.equal(rows, rows[:1].expand_as(rows))
+    # a place is followed by '.', then 'the'/'a', then maybe an adjective, then the next subject: with
+    # persistence the place's class shows at lag 3 and 4 (the next sentence), without it it does not
+    place = pos == 2
+    for corpus, expect in ((topic, True), (CORPUS, False)):
+        rows = corpus.skipgram(4)[content][place]
+        gap = float((rows[cls[place] == 0].mean(0) - rows[cls[place] == 1].mean(0)).abs().max())
+        assert (gap > 0.05) == expect, (corpus, gap)
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    (1.0, ValueError, r"topic_persistence must be in \[0, 1\)"),
+    (-0.1, ValueError, r"topic_persistence must be"),
+    (float("nan"), ValueError, r"topic_persistence must be finite"),
+    ("0.5", TypeError, r"topic_persistence must be a float"),
+    (True, TypeError, r"topic_persistence must be a float"),
+])
+def test_bad_topic_persistence_is_rejected_by_name(bad, error, match):
+    with pytest.raises(error, match=match):
+        TinyCorpus(n_sentences=10, topic_persistence=bad)

@@ -47,8 +47,8 @@ def check_neighbour_agreement(neighbour_agreement: Callable) -> None:
 
 @_exercise("ex-8.3", "The tied-embedding drive", function="tied_drive", difficulty=2, minutes=20)
 def check_tied_drive(tied_drive: Callable) -> None:
-    """Check ``tied_drive(bigram Tensor[V, V], unigram Tensor[V]) -> Tensor[V, V]``: ``B~ + B~^T`` with
-    ``B~_vw = q_v (P(w | v) - q_w)`` (eq. 4.5 with ``U = E``)."""
+    """Check ``tied_drive(bigram Tensor[V, V], unigram Tensor[V]) -> Tensor[V, V]``: ``S + S^T`` with the
+    bigram drive ``S_vw = f_v (P(w | v) - f_w)`` (the tied dynamics of Appendix A.8, ``W_U = E``)."""
     gen = torch.Generator().manual_seed(10)
     for vocab in (4, 9):
         bigram = torch.rand(vocab, vocab, generator=gen, dtype=torch.float64)
@@ -59,6 +59,6 @@ def check_tied_drive(tied_drive: Callable) -> None:
         got = tied_drive(bigram, q)
         if isinstance(got, torch.Tensor) and got.shape == (vocab, vocab) and torch.allclose(
                 got.double(), drive.double(), atol=1e-9):
-            _fail("ex-8.3", "that is B~ alone; with tied embeddings E is both the input and the output embedding, "
-                            "so both sides of the bigram act: add the transpose")
+            _fail("ex-8.3", "that is the bigram drive S^(L-1) alone; with tied embeddings E is both the input and "
+                            "the output embedding, so both sides of the bigram act: add the transpose")
         _compare("ex-8.3", got, drive + drive.T, f"V={vocab}", atol=1e-9)
