@@ -1,4 +1,4 @@
-"""The shipped tiny corpus of Chapter 8 (THEORY.md 6.4): a seeded sentence generator with syntactic slots
+"""The shipped tiny corpus of Chapter 8: a seeded sentence generator with syntactic slots
 and a hidden semantic class per sentence, a word-level tokenizer, next-token training tasks, and the
 exact next-token signatures (bigram, skip-grams, trigram residual) with the POS and class kernels.
 
@@ -171,7 +171,7 @@ class TinyCorpus:
 
     def label_kernel(self, kind: str) -> torch.Tensor:
         """Balanced block kernel ``1[same label]`` over the content words for ``kind`` "pos" or "class":
-        Tensor[n_content, n_content] (THEORY.md 5.4; the two are orthogonal after centring)."""
+        Tensor[n_content, n_content] (the two are orthogonal after centring)."""
         labels = self.content_labels(kind)
         return (labels[:, None] == labels[None, :]).to(torch.get_default_dtype())
 

@@ -29,3 +29,14 @@ def test_the_check_sees_a_reference(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("As THEORY (2.2) shows, our prototypes agree.")
     assert len(FORBIDDEN.findall(markdown_of(page))) == 2
+
+
+LIBRARY = sorted((ROOT / "staircase_lib").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=[p.relative_to(ROOT).as_posix() for p in LIBRARY])
+def test_library_docstrings_cite_the_book(path):
+    """A learner opens the library from a notebook (``sl.metrics.cka??``): its docstrings and comments point to
+    chapters and the appendix, which the learner has, not to the design notes, which the learner does not."""
+    found = [m.group(0) for m in FORBIDDEN.finditer(path.read_text(encoding="utf-8"))]
+    assert not found, f"{path.relative_to(ROOT)} cites the design notes: {found}"
