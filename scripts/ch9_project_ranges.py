@@ -27,7 +27,7 @@ TASK_STRENGTHS = (0.15, 0.45, 0.35)
 
 
 class MergedTask(sl.tasks.StaircaseTask):
-    """The chapter's P2 task: label ``h(x_1)`` alone with probability ``main``, else the usual rules."""
+    """The chapter's P2 task: label ``g_1(x_1)`` alone with probability ``main``, else the usual rules."""
 
     def __init__(self, main=0.1, **kwargs):
         super().__init__(**kwargs)
@@ -62,7 +62,7 @@ def ratio(a, b):
 def pair_probe(task, n=1024):
     """A fixed batch labelled by the pair rule alone: accuracy on it jumps from 1/4 to near 1 when the pair
     rule becomes the model's best guess (the alignment with the order-1 kernel cannot time the pair stair
-    here: the main effect h(x_1) aligns the embeddings with h at once)."""
+    here: the main effect g_1(x_1) aligns the embeddings with g_1 at once)."""
     tokens = task.sample(n, torch.Generator().manual_seed(123)).tokens
     h = task.attributes(tokens)[..., 1]
     return sl.tasks.Batch(tokens, (h[:, 0] + h[:, 1]) % task.attribute_size)

@@ -111,14 +111,14 @@ PROJECTS: dict[str, Project] = {p.id: p for p in (
              "a quick run, and we have not measured it across seeds. Whatever you find is new."),
     Project(
         "proj-9.2", "A merged staircase",
-        "Give the pair rule a small main effect (with probability `main` the label is h(x_1) alone). How does "
+        "Give the pair rule a small main effect (with probability `main` the label is g_1(x_1) alone). How does "
         "the pair-rule time change with the strength of the main effect, and do the kernels stay orthogonal?",
         "The task class; the pair-rule time (the first recorded step at which the accuracy on a fixed batch "
         "labelled by the pair rule alone reaches 0.5) against `main` for at least four strengths (0 to 0.3), "
         "three seeds each; the speed-up at main = 0.2; and a sentence on why pure interactions are slow.",
         (RubricItem(2, "The pair-rule time is read from the pair-rule accuracy (or the loss), and the report "
                        "says why the order-1 alignment cannot time it here (the main effect aligns the "
-                       "embeddings with h at once)"),
+                       "embeddings with g_1 at once)"),
          RubricItem(2, "At least four strengths times three seeds, the same steps everywhere, censored runs "
                        "marked"),
          RubricItem(2, "Checks whether the kernels of the merged task are still orthogonal (their inner "
@@ -255,10 +255,17 @@ def report(project_id: str, **numbers: float) -> dict[str, float]:
     return values
 
 
-def checklist(project_id: str) -> str:
-    """The project's rubric as a Markdown checklist an instructor fills in, with the total points."""
+def checklist(project_id: str, heading: bool = True) -> str:
+    """The project's rubric as a Markdown checklist an instructor fills in, with the total points.
+
+    ``heading=False`` starts with a bold "Rubric" line instead of a ``###`` heading with the id and title (for
+    a page that already has the project's heading)."""
     project = _project(project_id)
-    lines = [f"### {project.id} · {project.title} ({project.points} points)", "", f"Deliverable: {project.deliverable}", ""]
+    if not isinstance(heading, bool):
+        raise TypeError(f"heading must be True or False, got {heading!r}")
+    first = (f"### {project.id} · {project.title} ({project.points} points)" if heading
+             else f"**Rubric of {project.id}** ({project.points} points)")
+    lines = [first, "", f"Deliverable: {project.deliverable}", ""]
     lines += [f"- [ ] ({item.points} pt) {item.criterion}" for item in project.rubric]
     if project.expected:
         lines += ["", "Numbers checked automatically (`sl.projects.report`)"

@@ -56,6 +56,8 @@ def test_checklist_lists_every_rubric_item_expected_number_and_note():
             assert f"`{expected.name}` in [{expected.low:g}, {expected.high:g}]" in text
         if project.note:
             assert project.note in text
+        plain = projects.checklist(project.id, heading=False)
+        assert plain.startswith(f"**Rubric of {project.id}** ({project.points} points)") and "###" not in plain
 
 
 @pytest.mark.parametrize("call, error, argument", [
@@ -63,6 +65,7 @@ def test_checklist_lists_every_rubric_item_expected_number_and_note():
     (lambda: projects.report("proj-9.9"), ValueError, "project_id"),
     (lambda: projects.checklist("9.1"), ValueError, "project_id"),
     (lambda: projects.check_numbers(None, {}), TypeError, "project_id"),
+    (lambda: projects.checklist("proj-9.1", heading="no"), TypeError, "heading"),
     (lambda: projects.report("proj-9.2", speed_up=5.0), ValueError, "speed_up"),
     (lambda: projects.report("proj-9.2", speedup="5"), TypeError, "speedup"),
     (lambda: projects.report("proj-9.2", speedup=True), TypeError, "speedup"),
