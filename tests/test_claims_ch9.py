@@ -90,5 +90,7 @@ def test_claims_fail_on_an_untrained_model_a_cut_off_run_and_large_init():
     assert not ch9.context_stair_later([[10, 30]] * 2, times, fast_steps=1500)
     assert not ch9.order0_falls_after_context(steps, [c[0] for c in curves], times)
     # large initialization (gamma 0.25): no transient order-0 stair that gives way to a context stair
+    # (measured: the order-0 stair never rises, t0 censored, while the pair stair comes at ~200-250 steps)
     steps, curves, times = _emb_mlp_times(0.25, 300)
+    assert not ch9.order0_first(times)
     assert not ch9.order0_falls_after_context(steps, [c[0] for c in curves], times)
