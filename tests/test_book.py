@@ -355,13 +355,10 @@ def _pages_with_explorers(html_dir: Path) -> list[str]:
 # Chapters whose depth walk (issues 13, 14, 16, 17) has not landed yet: their explorers still show one default
 # frame and their figures carry no caption or alt text. Each walk removes its chapter from this set; the
 # tests below xfail (visibly) for these pages only.
-PENDING_DEPTH_WALK = {"chapters/09_synthesis"}
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_every_explorer_call_gives_a_book_view(html_dir, docname):
-    if docname in PENDING_DEPTH_WALK:
-        pytest.xfail(f"{docname}: depth walk pending (explorers without a precomputed grid)")
     # An explorer built in the default (static) view would show one frozen figure: the page needs one
     # book view (the widget class staircase-explorer) per call in the source.
     calls = len(EXPLORER_CALL.findall(_source_text(docname, "code")))
@@ -514,8 +511,6 @@ def test_page_has_no_serious_accessibility_violations(a11y_scan, docname):
 
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_images_have_real_alt_text(a11y_scan, docname):
-    if docname in PENDING_DEPTH_WALK:
-        pytest.xfail(f"{docname}: depth walk pending (figures without caption and alt text metadata)")
     bad = []
     for img in a11y_scan(docname)["images"]:
         alt = img["alt"]

@@ -1,0 +1,96 @@
+"""Chapter 9's claim predicates: each holds on the phenomenon and fails on a negative control (synthetic
+curves without the phenomenon, runs cut off before their stair, an untrained model, large initialization)."""
+import math
+
+import torch
+
+import staircase_lib as sl
+from staircase_lib.claims import ch9
+
+STEPS = torch.tensor([0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 1500])
+
+
+def _rise(at, low=0.1, high=0.9):
+    """A curve that rises from ``low`` to ``high`` in a decade around step ``at`` (half-rise at ``at``)."""
+    x = STEPS.double().clamp_min(1).log10() - math.log10(at)
+    return low + (high - low) * torch.sigmoid(6 * x)
+
+
+def _staircase(t0, t1):
+    """Order-0 curve that rises at t0 and falls when the context curve rises at t1, and that context curve."""
+    order1 = _rise(t1)
+    order0 = _rise(t0) - 0.7 * (order1 - 0.1)
+    return order0, order1
+
+
+def _times(curves):
+    return [sl.metrics.stair_times(STEPS, list(pair)) for pair in curves]
+
+
+def test_order0_first_holds_on_a_staircase_and_fails_reversed_or_censored():
+    runs = [_staircase(10, 200), _staircase(5, 100)]
+    claim = ch9.order0_first(_times(runs))
+    assert claim, claim
+    assert claim.numbers["censored"] == 0
+    assert not ch9.order0_first([[200, 10]])  # context first
+    flat = torch.full((len(STEPS),), 0.12)
+    cut = _times([(_rise(10), flat)])  # a run cut off before its context stair: t1 censored
+    assert cut[0][1] is None
+    result = ch9.order0_first(cut)
+    assert not result and result.numbers["censored"] == 1
+    assert not ch9.order0_first([])
+
+
+def test_context_stair_later_needs_a_gap_both_stairs_and_a_settled_fast_arm():
+    fast, slow = [[10, 100], [8, 120]], [[12, 400], [10, 600]]
+    claim = ch9.context_stair_later(fast, slow, fast_steps=1500)
+    assert claim, claim
+    assert math.isclose(claim.numbers["ratio"], 400 / 120)
+    assert not ch9.context_stair_later(slow, fast, fast_steps=1500)  # swapped arms
+    assert not ch9.context_stair_later(fast, [[12, 200], [10, 600]], fast_steps=1500)  # gap < 2x
+    censored = ch9.context_stair_later(fast, [[12, None], [10, None]], fast_steps=1500)
+    assert not censored and censored.numbers["censored"] == 2  # slow runs cut off: never a crossing
+    # the fast arm cut off mid-rise (stair time near the end of its run) cannot make the gap look larger
+    assert not ch9.context_stair_later([[10, 90], [8, 100]], slow, fast_steps=120)
+
+
+def test_order0_falls_after_context_fails_without_a_fall_or_with_an_early_decay():
+    runs = [_staircase(10, 200), _staircase(5, 100)]
+    times = _times(runs)
+    claim = ch9.order0_falls_after_context(STEPS, [r[0] for r in runs], times)
+    assert claim, claim
+    kept = [_rise(10), _rise(5)]  # order 0 stays: no context stair took over
+    assert not ch9.order0_falls_after_context(STEPS, kept, times)
+    early = _rise(3) - 0.75 * (_rise(20) - 0.1)  # decays by itself long before the context stair at 1000
+    assert not ch9.order0_falls_after_context(STEPS, [early], [[3, 1000]])
+    assert not ch9.order0_falls_after_context(STEPS, [runs[0][0]], [[10, None]])  # censored context stair
+
+
+def _emb_mlp_times(gamma, steps, lr=2e-2, seeds=(0, 1)):
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.45, 0.35), reverse=True)
+    kernels = [task.kernel(order=k) for k in range(2)]
+    config = sl.training.TrainConfig(steps=steps, lr=lr, batch_size=128, record="log", eval_size=256,
+                                     device="cpu", progress=False)
+    models = [sl.models.EmbMLP(64, 3, 4, d_embed=16, d_hidden=64, gamma=gamma, seed=s) for s in seeds]
+    runs = sl.ensemble.train_ensemble(models, task, config)
+    curves = [[sl.metrics.alignment_curve(r.embeddings, K) for K in kernels] for r in runs]
+    return runs[0].steps, curves, [sl.metrics.stair_times(runs[0].steps, c) for c in curves]
+
+
+def test_claims_fail_on_an_untrained_model_a_cut_off_run_and_large_init():
+    # an untrained model (learning rate ~0): its embeddings never move, no stair rises
+    steps, curves, times = _emb_mlp_times(1.0, 200, lr=1e-9)
+    assert ch9.censored(times) == 4
+    assert not ch9.order0_first(times)
+    assert not ch9.order0_falls_after_context(steps, [c[0] for c in curves], times)
+    # a run cut off after 40 steps: the order-0 stair has risen, the context stair has not
+    steps, curves, times = _emb_mlp_times(1.0, 40)
+    assert all(t[0] is not None for t in times), times
+    assert not ch9.order0_first(times)
+    assert not ch9.context_stair_later([[10, 30]] * 2, times, fast_steps=1500)
+    assert not ch9.order0_falls_after_context(steps, [c[0] for c in curves], times)
+    # large initialization (gamma 0.25): no transient order-0 stair that gives way to a context stair
+    # (measured: the order-0 stair never rises, t0 censored, while the pair stair comes at ~200-250 steps)
+    steps, curves, times = _emb_mlp_times(0.25, 300)
+    assert not ch9.order0_first(times)
+    assert not ch9.order0_falls_after_context(steps, [c[0] for c in curves], times)
