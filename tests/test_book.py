@@ -352,11 +352,6 @@ def _pages_with_explorers(html_dir: Path) -> list[str]:
             and "staircase-explorer" in _page(html_dir, d).read_text(encoding="utf-8")]
 
 
-# Chapters whose depth walk (issues 13, 14, 16, 17) has not landed yet: their explorers still show one default
-# frame and their figures carry no caption or alt text. Each walk removes its chapter from this set; the
-# tests below xfail (visibly) for these pages only.
-
-
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_every_explorer_call_gives_a_book_view(html_dir, docname):
     # An explorer built in the default (static) view would show one frozen figure: the page needs one
