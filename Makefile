@@ -11,10 +11,10 @@ STAMP := $(VENV)/.installed
 VENDOR := _vendor/vendor/.stamp
 
 # The strict book build, shared by `book` and `test`. Always from scratch (--all and no old doctrees),
-# because an incremental build hides warnings. The kernels run offline (tools/offline/sitecustomize.py).
+# because an incremental build hides warnings. The kernels run offline (staircase_lib/offline/sitecustomize.py).
 define build-book
 rm -rf _build/html _build/.doctrees
-$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$(CURDIR)/tools/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$(CURDIR)/staircase_lib/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	$(VENV)/bin/jupyter-book build --all . -W -n --keep-going
 endef
 
