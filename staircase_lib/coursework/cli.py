@@ -39,6 +39,7 @@ def _parser(description: str) -> argparse.ArgumentParser:
     otter = commands.add_parser("autograder", help="write otter-grader autograders, one per chapter")
     otter.add_argument("--out", type=Path, required=True)
     otter.add_argument("--points", choices=sorted(POINT_SCHEMES), default="difficulty")
+    otter.add_argument("--chapters", type=int, nargs="+", help="only these chapters (default: all with exercises)")
     return parser
 
 
@@ -60,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     if args.command == "autograder":
-        for folder in write_autograder(args.out, scheme=args.points):
+        try:
+            folders = write_autograder(args.out, args.chapters, scheme=args.points)
+        except (OSError, ValueError, RuntimeError) as error:
+            print(f"coursework autograder: {error}", file=sys.stderr)
+            return 2
+        for folder in folders:
             zipped = (folder / "autograder.zip").exists()
             print(f"wrote {folder / 'autograder.zip' if zipped else folder}")
         return 0

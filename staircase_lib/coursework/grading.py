@@ -24,6 +24,7 @@ RESULT_MIME = "application/vnd.staircase-grade+json"
 TIMEOUT_ERROR = "CellTimeoutError"
 OUT_OF_TIME = "NotRun"
 PROJECT_ID = re.compile(r"\bproj-\d+\.\d+\b")
+WARM_UP_SECONDS = 120
 
 
 class GradingError(Exception):
@@ -168,10 +169,16 @@ def _check_in_namespace(exercise_id: str, namespace: dict[str, Any]) -> tuple[st
 
 
 def _grade_in_kernel(exercise_id: str) -> None:
-    """Run inside the learner's kernel: check the learner's function and send the result to the grader."""
+    """Run inside the learner's kernel: check the learner's function and send the result to the grader. The last
+    error's traceback is dropped first: after a MemoryError it holds the memory the check needs."""
+    import gc
+    import sys
+
     from IPython import get_ipython
     from IPython.display import display
 
+    sys.last_type = sys.last_value = sys.last_traceback = sys.last_exc = None
+    gc.collect()
     status, message = _check_in_namespace(exercise_id, get_ipython().user_ns)
     display({RESULT_MIME: {"status": status, "message": message}}, raw=True)
 
@@ -192,7 +199,8 @@ class _Runner:
         from nbclient import NotebookClient
 
         self.nb, self.errors, self.clean, self.n_learner, self.limits = nb, {}, [], len(nb.cells), limits
-        self.deadline = time.monotonic() + limits.time_limit if limits.time_limit else math.inf
+        self.warm_up: int | None = None
+        self.deadline: float | None = None  # set once the kernel is ready
         self.client = NotebookClient(
             nb, timeout=limits.timeout, allow_errors=True, interrupt_on_timeout=True, kernel_name="python3",
             shutdown_kernel="immediate", resources={"metadata": {"path": str(path.parent)}},
@@ -204,9 +212,18 @@ class _Runner:
 
         return {"env": kernel_environment(self.limits.offline), "stderr": subprocess.DEVNULL}
 
-    def limit(self) -> None:
-        """Apply the memory limit to the kernel just started."""
+    def prepare(self) -> None:
+        """Apply the memory limit to the kernel just started, then import the library (and torch) in it, so the
+        import counts against no learner's cell or time limit."""
         limit_memory(self.client.km.provisioner.pid, self.limits.memory_mb)
+        if self.warm_up is None:
+            self.nb.cells.append(nbformat.v4.new_code_cell(f"__import__({__name__!r}) and None"))
+            self.warm_up = len(self.nb.cells) - 1
+        self.run(self.warm_up, replaying=True, seconds=max(WARM_UP_SECONDS, self.limits.timeout))
+        if self.warm_up in self.errors:
+            raise GradingError(f"the kernel cannot import the course library: {self.errors[self.warm_up]}")
+        if self.deadline is None:
+            self.deadline = time.monotonic() + self.limits.time_limit if self.limits.time_limit else math.inf
 
     def _record(self, cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
         content = execute_reply["content"]
@@ -215,12 +232,12 @@ class _Runner:
             evalue = f"the cell needed more memory than the limit of {self.limits.memory_mb} MiB"
         self.errors[cell_index] = f"{content.get('ename')}: {evalue}"[:300]
 
-    def run(self, index: int, replaying: bool = False) -> None:
-        """Execute code cell ``index``; after a time-out, make sure the kernel still answers. A learner's cell
-        that starts after the notebook's time limit is not run."""
+    def run(self, index: int, replaying: bool = False, seconds: int | None = None) -> None:
+        """Execute code cell ``index`` (within ``seconds``, default the limit per cell); after a time-out, make
+        sure the kernel still answers. A learner's cell that starts after the notebook's time limit is not run."""
         from nbclient.exceptions import DeadKernelError
 
-        seconds = self.limits.timeout
+        seconds = seconds or self.limits.timeout
         if index < self.n_learner and not replaying:
             left = self.deadline - time.monotonic()
             if left <= 0:
@@ -256,8 +273,9 @@ class _Runner:
         self.client._cleanup_kernel()  # kills the kernel, drops its manager and client
         self.client.create_kernel_manager()
         self.client.start_new_kernel(**self.kernel_options())
-        self.limit()
         self.client.start_new_kernel_client()
+        self.errors.pop(self.warm_up, None)
+        self.prepare()
 
 
 def _read(path: Path) -> nbformat.NotebookNode:
@@ -309,8 +327,8 @@ def _execute(nb: nbformat.NotebookNode, copy: Path, exercises: list[Exercise], l
             stack.enter_context(runner.client.setup_kernel(**runner.kernel_options()))
         except Exception as error:  # noqa: BLE001 - no kernel, no grade
             raise GradingError(f"could not start a Python kernel: {type(error).__name__}: {error}") from None
-        runner.limit()
-        for index in [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]:
+        runner.prepare()
+        for index in [i for i, c in enumerate(nb.cells[:runner.n_learner]) if c.cell_type == "code"]:
             runner.run(index)
         learner_errors = {i: e for i, e in runner.errors.items() if i < runner.n_learner}
         module = "__import__('staircase_lib.coursework.grading', fromlist=['_'])"
