@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -208,8 +209,6 @@ class _Runner:
 
     def kernel_options(self) -> dict[str, Any]:
         """Headless, no plots kept, no secrets, offline, and the kernel's own log (not the learner's) silenced."""
-        import subprocess
-
         return {"env": kernel_environment(self.limits.offline), "stderr": subprocess.DEVNULL}
 
     def prepare(self) -> None:

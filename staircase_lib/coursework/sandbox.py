@@ -7,7 +7,6 @@ the network, hide the rest of the file system from absolute paths, limit process
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -15,6 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ..offline import offline_pythonpath
+
+try:
+    import resource
+except ImportError:  # Windows: no memory limit
+    resource = None
 
 __all__ = ["Limits", "is_memory_error", "kernel_environment", "limit_memory", "remove_scratch", "scratch_copy"]
 
@@ -49,7 +53,7 @@ class Limits:
 
     def describe(self) -> str:
         """The limits in words, for the report: ``120 s per cell, 900 s in all, 4096 MiB, offline``."""
-        memory = f"{self.memory_mb} MiB" if self.memory_mb and hasattr(resource, "prlimit") else "memory not limited"
+        memory = f"{self.memory_mb} MiB" if self.memory_mb and _can_limit_memory() else "memory not limited"
         total = f"{self.time_limit:g} s in all" if self.time_limit else "no limit in all"
         return f"{self.timeout} s per cell, {total}, {memory}, {'offline' if self.offline else 'network allowed'}"
 
@@ -68,9 +72,13 @@ def limit_memory(pid: int, memory_mb: int | None) -> None:
 
     Allocations past the cap fail inside the kernel (MemoryError, or torch's "can't allocate memory"), so the
     kernel lives on and the grader reports the cell."""
-    if memory_mb and hasattr(resource, "prlimit"):
+    if memory_mb and _can_limit_memory():
         cap = int(memory_mb) * 2**20
         resource.prlimit(pid, resource.RLIMIT_DATA, (cap, cap))
+
+
+def _can_limit_memory() -> bool:
+    return hasattr(resource, "prlimit")  # Linux only
 
 
 def scratch_copy(path: Path) -> Path:
