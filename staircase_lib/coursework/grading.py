@@ -26,6 +26,8 @@ TIMEOUT_ERROR = "CellTimeoutError"
 OUT_OF_TIME = "NotRun"
 PROJECT_ID = re.compile(r"\bproj-\d+\.\d+\b")
 WARM_UP_SECONDS = 120
+MEMORY_ERROR = "the cell needed more memory than the limit of"
+GRADER_MODULE = f"__import__({__name__!r}, fromlist=['_'])"  # this module, in the learner's kernel
 
 
 class GradingError(Exception):
@@ -169,17 +171,21 @@ def _check_in_namespace(exercise_id: str, namespace: dict[str, Any]) -> tuple[st
         "not attempted", f"`{exercise.function}` still raises NotImplementedError")
 
 
-def _grade_in_kernel(exercise_id: str) -> None:
-    """Run inside the learner's kernel: check the learner's function and send the result to the grader. The last
-    error's traceback is dropped first: after a MemoryError it holds the memory the check needs."""
+def _release_last_error() -> None:
+    """Run inside the learner's kernel: drop the last error's traceback, which after a MemoryError holds on to the
+    memory the next cells and the checks need."""
     import gc
     import sys
 
+    sys.last_type = sys.last_value = sys.last_traceback = sys.last_exc = None
+    gc.collect()
+
+
+def _grade_in_kernel(exercise_id: str) -> None:
+    """Run inside the learner's kernel: check the learner's function and send the result to the grader."""
     from IPython import get_ipython
     from IPython.display import display
 
-    sys.last_type = sys.last_value = sys.last_traceback = sys.last_exc = None
-    gc.collect()
     status, message = _check_in_namespace(exercise_id, get_ipython().user_ns)
     display({RESULT_MIME: {"status": status, "message": message}}, raw=True)
 
@@ -216,7 +222,7 @@ class _Runner:
         import counts against no learner's cell or time limit."""
         limit_memory(self.client.km.provisioner.pid, self.limits.memory_mb)
         if self.warm_up is None:
-            self.nb.cells.append(nbformat.v4.new_code_cell(f"__import__({__name__!r}) and None"))
+            self.nb.cells.append(nbformat.v4.new_code_cell(f"{GRADER_MODULE} and None"))
             self.warm_up = len(self.nb.cells) - 1
         self.run(self.warm_up, replaying=True, seconds=max(WARM_UP_SECONDS, self.limits.timeout))
         if self.warm_up in self.errors:
@@ -228,7 +234,7 @@ class _Runner:
         content = execute_reply["content"]
         evalue = re.sub(r"\([^()]*\.py, line (\d+)\)", r"(line \1)", str(content.get("evalue")))  # no temp file names
         if self.limits.memory_mb and is_memory_error(content):
-            evalue = f"the cell needed more memory than the limit of {self.limits.memory_mb} MiB"
+            evalue = f"{MEMORY_ERROR} {self.limits.memory_mb} MiB"
         self.errors[cell_index] = f"{content.get('ename')}: {evalue}"[:300]
 
     def run(self, index: int, replaying: bool = False, seconds: int | None = None) -> None:
@@ -254,12 +260,15 @@ class _Runner:
         error = self.errors.get(index)
         if error is None and index < self.n_learner:
             self.clean.append(index)
+        elif error and MEMORY_ERROR in error:
+            self.nb.cells.append(nbformat.v4.new_code_cell(f"{GRADER_MODULE}._release_last_error()"))
+            self.run(len(self.nb.cells) - 1, replaying=True)
         elif error and not replaying and (error.startswith(TIMEOUT_ERROR) or "kernel died" in error):
             self.nb.cells.append(nbformat.v4.new_code_cell("pass"))
             probe, iopub = len(self.nb.cells) - 1, self.client.iopub_timeout
             self.client.iopub_timeout = 1
             try:
-                self.run(probe, replaying=True)  # an answering kernel needs ms
+                self.run(probe, replaying=True, seconds=min(self.limits.timeout, 3))  # an answering kernel needs ms
             finally:
                 self.client.iopub_timeout = iopub
             if probe in self.errors:  # the interrupt did not stop it: restart, then replay the cells that ran cleanly
@@ -330,9 +339,8 @@ def _execute(nb: nbformat.NotebookNode, copy: Path, exercises: list[Exercise], l
         for index in [i for i, c in enumerate(nb.cells[:runner.n_learner]) if c.cell_type == "code"]:
             runner.run(index)
         learner_errors = {i: e for i, e in runner.errors.items() if i < runner.n_learner}
-        module = "__import__('staircase_lib.coursework.grading', fromlist=['_'])"
-        cells = {e.id: f"{module}._grade_in_kernel({e.id!r})" for e in exercises}
-        cells["reported"] = f"{module}._reported_in_kernel()"
+        cells = {e.id: f"{GRADER_MODULE}._grade_in_kernel({e.id!r})" for e in exercises}
+        cells["reported"] = f"{GRADER_MODULE}._reported_in_kernel()"
         for key, source in cells.items():
             nb.cells.append(nbformat.v4.new_code_cell(source))
             cells[key] = len(nb.cells) - 1
