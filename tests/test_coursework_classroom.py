@@ -34,7 +34,8 @@ CLASS = {  # student -> the code cells of their notebook (None: a file that is n
             CHAPTER_1["ex-1.3"][1]],
     "carol": None,
     "dave": [SOLVED[0], "while True:\n    pass", *SOLVED[1:]],
-    "erin": [SOLVED[0], "def hoard():\n    chunks = []\n    while True:\n        chunks.append(bytearray(10**7))\n\n\n"
+    # 64 MiB pieces are above glibc's largest mmap threshold, so freeing them gives the memory back for the checks
+    "erin": [SOLVED[0], "def hoard():\n    chunks = []\n    while True:\n        chunks.append(bytearray(2**26))\n\n\n"
                         "hoard()", *SOLVED[1:]],
     "frank": [*SOLVED, "import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)"],
     "grace": [*SOLVED[:2], WRONG_1_3, SOLVED[3]],
