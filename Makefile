@@ -3,6 +3,7 @@
 #   make test   library tests, student notebooks under nbval, strict book build, browser test
 #   make student  student notebooks (solutions replaced by stubs) in _build/student
 #   make bench  speed and memory benchmarks -> benchmarks/RESULTS.md (fails if a target is missed)
+#   make autograder  otter-grader autograders (one zip per chapter, for Gradescope) in _build/autograder
 # Both create .venv and install everything on first use; they need only python3 (3.11) and make.
 
 VENV := .venv
@@ -11,10 +12,10 @@ STAMP := $(VENV)/.installed
 VENDOR := _vendor/vendor/.stamp
 
 # The strict book build, shared by `book` and `test`. Always from scratch (--all and no old doctrees),
-# because an incremental build hides warnings. The kernels run offline (tools/offline/sitecustomize.py).
+# because an incremental build hides warnings. The kernels run offline (staircase_lib/offline/sitecustomize.py).
 define build-book
 rm -rf _build/html _build/.doctrees
-$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$(CURDIR)/tools/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$(CURDIR)/staircase_lib/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	$(VENV)/bin/jupyter-book build --all . -W -n --keep-going
 endef
 
@@ -27,7 +28,7 @@ export OMP_NUM_THREADS := 2
 BOOK_THREADS := $(OMP_NUM_THREADS)
 NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
 
-.PHONY: install vendor book test test-student-notebooks test-book-build bench student clean distclean
+.PHONY: install vendor book test test-student-notebooks test-book-build bench student autograder clean distclean
 
 install: $(STAMP)
 
@@ -38,6 +39,22 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -e .
 	touch $@
 
+# otter-grader lives in its own environment, .venv-otter, layered on .venv: a .pth file puts .venv's packages
+# (torch, the pinned tools, this library) after its own, so it installs only otter-grader and the ~20 packages
+# .venv lacks (about 15-50 s, instead of minutes for a second torch) and never changes .venv itself.
+OTTER_VENV := .venv-otter
+OTTER_STAMP := $(OTTER_VENV)/.installed
+PURELIB := import sysconfig; print(sysconfig.get_paths()["purelib"])
+
+$(OTTER_STAMP): $(STAMP)
+	test -x $(OTTER_VENV)/bin/python || python3 -m venv $(OTTER_VENV)
+	$(PY) -c '$(PURELIB)' > "$$($(OTTER_VENV)/bin/python -c '$(PURELIB)')/_staircase_venv.pth"
+	$(OTTER_VENV)/bin/python -m pip install -e ".[autograder]"
+	touch $@
+
+autograder: $(OTTER_STAMP)
+	$(OTTER_VENV)/bin/python -m staircase_lib.coursework autograder --out _build/autograder
+
 vendor: $(VENDOR)
 
 $(VENDOR): tools/vendor_js.sh tools/mathjax_hub_shim.js tools/widget_a11y.js
@@ -46,9 +63,9 @@ $(VENDOR): tools/vendor_js.sh tools/mathjax_hub_shim.js tools/widget_a11y.js
 book: $(STAMP) $(VENDOR)
 	$(build-book)
 
-test: $(STAMP) $(VENDOR)
+test: $(STAMP) $(VENDOR) $(OTTER_STAMP)
 	tools/install_chromium.sh
-	$(PY) -m pytest tests -m "not book" -n 2 --cov=staircase_lib --cov-report=term --cov-fail-under=90
+	$(PY) -m pytest tests -m "not book" -n 2 -rs --cov=staircase_lib --cov-report=term --cov-fail-under=90
 	$(MAKE) student
 	$(MAKE) -j2 test-student-notebooks test-book-build
 	$(PY) -m pytest tests -m book -rs -n 2
@@ -78,4 +95,4 @@ clean:
 	rm -rf _build _vendor *.egg-info build .pytest_cache .coverage .hypothesis
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(OTTER_VENV)

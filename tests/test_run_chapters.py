@@ -1,5 +1,5 @@
 """tools/run_chapters.py on tiny notebooks: a chapter must pass twice in one kernel, without the network;
-and tools/offline/sitecustomize.py, the guard that keeps the kernels offline."""
+and staircase_lib/offline/sitecustomize.py, the guard that keeps the kernels offline."""
 from __future__ import annotations
 
 import os
@@ -43,7 +43,7 @@ def _notebook(path: Path, *sources: str, tags: tuple[str, ...] = ()) -> Path:
 
 def test_the_guard_allows_loopback_and_blocks_other_hosts(run_chapters: ModuleType, tmp_path: Path) -> None:
     env = run_chapters.offline_environment()
-    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT / "tools" / "offline")
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT / "staircase_lib" / "offline")
     # A sitecustomize the guard shadows still runs.
     (shadowed := tmp_path / "shadowed").mkdir()
     (shadowed / "sitecustomize.py").write_text("print('shadowed sitecustomize ran')\n")

@@ -3,7 +3,7 @@
 
 Each notebook runs once, top to bottom, in a fresh kernel; a cell that raises fails it, except cells tagged
 ``raises-exception`` (the exercise checks of a student notebook, before the learner solves them). The kernels
-have no network: ``tools/offline/sitecustomize.py`` lets their sockets reach only this machine. A notebook
+have no network: ``staircase_lib/offline/sitecustomize.py`` lets their sockets reach only this machine. A notebook
 that takes longer than ``CHAPTER_TIME_LIMIT`` seconds (default 90, kernel start included) fails the run
 (``tools/nbval_budget.py``). ``make test`` runs it on the student notebooks (solutions removed, claims kept);
 the strict book build then executes the full chapters.
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OFFLINE = ROOT / "tools" / "offline"
+OFFLINE = ROOT / "staircase_lib" / "offline"  # the guard ships with the library
 
 
 def offline_environment() -> dict[str, str]:

@@ -1,10 +1,10 @@
 """Cut a Python process and its Python children off the network: sockets may reach only this machine.
 
-``tools/run_chapters.py`` puts this folder first on the kernels' ``PYTHONPATH``; Python imports
-``sitecustomize`` at start-up, so every chapter then runs with the guard on. A cell that downloads something
-fails with :class:`NetworkBlockedError` instead of quietly depending on the network. Loopback addresses,
-``localhost`` and Unix sockets stay open (Jupyter's own traffic uses them). Programs that are not Python,
-such as ``curl``, are not covered; ``tests/test_notebooks_clean.py`` rejects them statically.
+``tools/run_chapters.py``, the book build and the grader put this folder first on the kernels' ``PYTHONPATH``;
+Python imports ``sitecustomize`` at start-up, so every chapter and submission then runs with the guard on. A cell
+that downloads something fails with :class:`NetworkBlockedError` instead of quietly depending on the network.
+Loopback addresses, ``localhost`` and Unix sockets stay open (Jupyter's own traffic uses them). Programs that are
+not Python, such as ``curl``, are not covered; ``tests/test_notebooks_clean.py`` rejects them in the chapters.
 """
 from __future__ import annotations
 
