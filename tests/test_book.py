@@ -184,7 +184,16 @@ RENDER_STATE_JS = """() => {
   const images = [...document.images].filter(visible);
   const brokenImages = images.filter(img => !(img.complete && img.naturalWidth > 0))
       .map(img => img.getAttribute('src'));
+  // Code cells and display equations must fit the column: a reader should not scroll sideways to read them.
+  const wide = el => el.scrollWidth > el.clientWidth + 1;
+  const longest = text => text.split('\\n').reduce((a, b) => (a.length >= b.length ? a : b), '');
+  const wideCode = [...document.querySelectorAll('div.cell_input pre')].filter(wide)
+      .map(el => longest(el.textContent).slice(0, 120));
+  const wideMath = [...document.querySelectorAll('mjx-container[display="true"]')]
+      .filter(el => wide(el) || wide(el.parentElement))
+      .map(el => (el.getAttribute('aria-label') || el.textContent).slice(0, 120));
   return {
+    wideCode, wideMath,
     figures: document.querySelectorAll('.cell_output img').length,
     mathjax: document.querySelectorAll('mjx-container').length,
     rawMath: document.querySelectorAll('.math:not(:has(mjx-container))').length,
@@ -266,8 +275,27 @@ def test_page_renders_in_browser(html_dir, browser, docname):
     assert not state["brokenImages"], f"images failed to load: {state['brokenImages']}.{hint} {report}"
     assert not state["emptyOutputs"], f"empty output areas: {state['emptyOutputs']}; {report}"
     assert state["unrenderedWidgets"] == 0, f"widgets did not render; {report}"
+    assert not state["wideCode"], f"code lines wider than the column (keep them short): {state['wideCode']}"
+    assert not state["wideMath"], f"display equations wider than the column (split them): {state['wideMath']}"
     assert not network, f"the page tried to reach the network: {network}"
     assert not console_errors, f"JavaScript errors in the console: {console_errors}"
+
+
+def test_the_overflow_check_sees_a_wide_code_cell_and_a_wide_equation(browser):
+    """The column check of test_page_renders_in_browser can fail: a code line and an equation wider than
+    a 300 px column are both reported."""
+    page = browser.new_page(viewport={"width": 400, "height": 400})
+    try:
+        page.set_content('<div style="width:300px"><div class="cell_input"><pre style="overflow-x:auto">'
+                         + "x = " + "1 + " * 60 + "1</pre></div>"
+                         '<div class="math" style="overflow-x:auto"><mjx-container display="true" '
+                         'style="display:block;overflow-x:auto"><span style="display:inline-block;width:900px">'
+                         "E</span></mjx-container></div></div>")
+        state = page.evaluate(RENDER_STATE_JS)
+    finally:
+        page.close()
+    assert len(state["wideCode"]) == 1 and state["wideCode"][0].startswith("x = 1 + 1")
+    assert len(state["wideMath"]) == 1
 
 
 # --------------------------------------------------------------------------------------------------
