@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import warnings
 import zipfile
 from pathlib import Path
@@ -89,9 +90,21 @@ def test_the_export_writes_a_test_per_exercise_that_calls_the_registrys_check(tm
 
 
 def test_run_check_passes_a_right_answer_and_explains_a_wrong_one():
+    """run_check reloads the exercise registry (undoing whatever a learner's namespace did to the checks), as it
+    must in otter's kernel; so it runs in a process of its own here, and this test session keeps its registry."""
     exercise_id, solution, _ = CHAPTER_1[0]
-    env: dict = {}
-    exec(f"import torch\n{solution}", env)  # noqa: S102 - the chapter's own solution
-    coursework.run_check(exercise_id, env)
-    with pytest.raises(AssertionError, match=f"{exercise_id} not attempted: no function"):
-        coursework.run_check(exercise_id, {})
+    script = "\n".join([
+        "from staircase_lib import coursework",
+        "env = {}",
+        f"exec({('import torch' + chr(10) + solution)!r}, env)",
+        f"coursework.run_check({exercise_id!r}, env)",
+        "print('right answer: passed')",
+        "try:",
+        f"    coursework.run_check({exercise_id!r}, {{}})",
+        "except AssertionError as error:",
+        "    print('no answer:', error)",
+    ])
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "right answer: passed" in done.stdout
+    assert f"no answer: {exercise_id} not attempted: no function" in done.stdout
