@@ -8,6 +8,7 @@ embeddings and the positions follow the gamma convention (std ``fan_in ** -gamma
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 from torch import nn
@@ -81,7 +82,9 @@ class Block(nn.Module):
             attention = torch.softmax(scores, dim=-1)
             mixed = (attention.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2) if small else attention @ v
         else:  # fused kernel when the maps are not needed
-            mixed = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+            with warnings.catch_warnings():  # under vmap (an ensemble) torch warns that it loops over members
+                warnings.filterwarnings("ignore", message=".*performance drop.*", category=UserWarning)
+                mixed = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         mixed = mixed.transpose(-3, -2).flatten(-2)  # [N, Lq, d]
         h = h + _flat(self.output, mixed[..., 0, :] if last_only else mixed)
         if hasattr(self, "mlp_in"):
