@@ -8,6 +8,7 @@ so a run cut off before its stair, an untrained model or a large-initialization 
 """
 from __future__ import annotations
 
+from statistics import median
 from typing import Sequence
 
 import torch
@@ -51,7 +52,7 @@ def context_stair_later(fast: Times, slow: Times, fast_steps: int, factor: float
     return Claim(f"earliest slow t1 > {factor:g} x latest fast t1; fast stairs settled (t1 <= steps / 2)",
                  gap > factor and settled,
                  {"latest fast t1": latest, "earliest slow t1": earliest, "ratio": gap,
-                  "median ratio": _median(slow_t1) / _median(fast_t1), "fast settled": settled})
+                  "median ratio": median(slow_t1) / median(fast_t1), "fast settled": settled})
 
 
 def order0_falls_after_context(steps: torch.Tensor, order0_curves: Sequence[torch.Tensor], times: Times,
@@ -73,8 +74,3 @@ def order0_falls_after_context(steps: torch.Tensor, order0_curves: Sequence[torc
     return Claim(f"order-0 CKA ends below {fall:g} x its peak and drops there after {lag:g} x t1 in every seed",
                  ok and bool(ends), {"end/peak": ends, "drop step": drops, "t1": [t[1] for t in times]})
 
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    n = len(ordered)
-    return float(ordered[n // 2]) if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
