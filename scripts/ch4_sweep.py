@@ -1,14 +1,21 @@
-"""Chapter 4's initialization-scale sweep: one batched ensemble of Emb-MLPs on the three-attribute task,
-several initialization rates gamma times several seeds, and a small JSON result the chapter loads
-(``sl.results.load("ch4_init_sweep")``).
+"""Chapter 4's long runs: batched ensembles of Emb-MLPs on the three-attribute task, several initialization
+rates gamma (and activations) times several seeds, saved as a small JSON result the chapter loads with
+``sl.results.load``.
 
 For every member it records, on a log-spaced schedule, the loss on a fixed evaluation batch and the
 alignment (linear CKA) of the embeddings with the three pure kernels, and the stair times (``null`` where a
-stair never rises: a censored run, never replaced by the run length).
+stair never rises: a censored run, never replaced by the run length); with ``--frames`` also the first
+member's embeddings at a few steps (the chapter's cosine movie).
 
-Regenerate the shipped result (about a minute on a GPU, tens of minutes on a CPU):
+Regenerate the three shipped results:
 
+    # the initialization-scale sweep (about a minute on a GPU, tens of minutes on a CPU)
     python scripts/ch4_sweep.py --out staircase_lib/data/ch4_init_sweep.json
+    # the chapter's staircase: gamma = 1, three seeds, 20,000 steps (about three minutes on a CPU)
+    python scripts/ch4_sweep.py --gammas 1 --steps 20000 --frames 12 --out staircase_lib/data/ch4_staircase.json
+    # the activation explorer's views: seed 0 of four activations, 3000 steps (about a minute on a CPU)
+    python scripts/ch4_sweep.py --activations gelu tanh quadratic identity --gammas 1 --seeds 0 --steps 3000 \
+        --eval-size 2048 --out staircase_lib/data/ch4_activations.json
 """
 from __future__ import annotations
 
@@ -29,6 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gammas", type=float, nargs="+", default=[0.25, 0.5, 0.75, 1.0, 1.25],
                    help="initialization rates")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds per gamma")
+    p.add_argument("--activations", nargs="+", default=["gelu"], choices=list(sl.models.ACTIVATIONS),
+                   help="activations (one ensemble each)")
     p.add_argument("--strengths", type=float, nargs=3, default=[0.15, 0.25, 0.55], help="rule strengths")
     p.add_argument("--d-embed", type=int, default=32)
     p.add_argument("--d-hidden", type=int, default=256)
@@ -37,12 +46,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--eval-size", type=int, default=8192)
     p.add_argument("--records-per-decade", type=int, default=25)
+    p.add_argument("--frames", type=int, default=0,
+                   help="also store the first member's embeddings at this many records, evenly spaced in log step")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--out", type=Path, default=Path("ch4_init_sweep.json"), help="result file (JSON)")
     args = p.parse_args(argv)
     for name in ("d_embed", "d_hidden", "steps", "batch_size", "eval_size", "records_per_decade"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.frames < 0:
+        p.error(f"--frames must be >= 0, got {args.frames}")
     if not (args.lr > 0 and math.isfinite(args.lr)):
         p.error(f"--lr must be a positive number, got {args.lr}")
     return args
@@ -53,27 +66,37 @@ def main(argv: list[str] | None = None) -> dict:
     task = sl.tasks.StaircaseTask(strengths=tuple(args.strengths), attribute_size=4, seed=0)
     kernels = [task.kernel(order=k) for k in range(3)]
     grid = [(g, s) for g in args.gammas for s in args.seeds]
-    members = [sl.models.EmbMLP(64, 3, 4, d_embed=args.d_embed, d_hidden=args.d_hidden, activation="gelu",
-                                gamma=g, seed=s) for g, s in grid]
     config = sl.training.TrainConfig(steps=args.steps, lr=args.lr, batch_size=args.batch_size,
                                      eval_size=args.eval_size, record="log",
                                      records_per_decade=args.records_per_decade, device=args.device,
                                      progress=False)
     start = time.time()
-    runs = sl.training.train_ensemble(members, task, config, seeds=[s for _, s in grid])
+    runs, labels = [], []
+    for activation in args.activations:  # an ensemble shares one architecture: one per activation
+        members = [sl.models.EmbMLP(64, 3, 4, d_embed=args.d_embed, d_hidden=args.d_hidden, activation=activation,
+                                    gamma=g, seed=s) for g, s in grid]
+        runs += sl.training.train_ensemble(members, task, config, seeds=[s for _, s in grid])
+        labels += [(activation, g, s) for g, s in grid]
     seconds = time.time() - start
-    out = {"config": {**vars(args), "out": str(args.out), "attribute_size": 4, "activation": "gelu",
+    out = {"config": {**vars(args), "out": str(args.out), "attribute_size": 4,
                       "device_used": str(sl.runtime.resolve_device(args.device))},
            "levels": task.loss_levels().tolist(), "step": runs[0].steps.tolist(), "runs": [],
            "train_seconds": seconds}
-    for (gamma, seed), run in zip(grid, runs):
+    for (activation, gamma, seed), run in zip(labels, runs):
         curves = [sl.metrics.alignment_curve(run.embeddings, K) for K in kernels]
         out["runs"].append({
-            "gamma": gamma, "seed": seed,
+            "activation": activation, "gamma": gamma, "seed": seed,
             "stair_times": sl.metrics.stair_times(run.steps, curves, window=3),
             "loss": [round(float(x), 5) for x in run.loss],
             "cka": [[round(float(x), 4) for x in c] for c in curves],
         })
+    if args.frames:
+        steps = runs[0].steps.double().clamp_min(1).log()
+        targets = torch.linspace(float(steps[0]), float(steps[-1]), args.frames)
+        index = sorted({int((steps - t).abs().argmin()) for t in targets})
+        out["frames"] = {"step": [int(runs[0].steps[i]) for i in index],
+                         "embeddings": [[[round(float(x), 4) for x in row] for row in runs[0].embeddings[i]]
+                                        for i in index]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, separators=(",", ":")))
     return out
@@ -82,6 +105,6 @@ def main(argv: list[str] | None = None) -> dict:
 if __name__ == "__main__":
     result = main()
     for r in result["runs"]:
-        print(f"gamma {r['gamma']:.2f} seed {r['seed']}: stair times {r['stair_times']}, "
+        print(f"{r['activation']}, gamma {r['gamma']:.2f}, seed {r['seed']}: stair times {r['stair_times']}, "
               f"final loss {r['loss'][-1]:.4f}")
     print(f"{result['train_seconds']:.1f} s")

@@ -151,7 +151,7 @@ def test_sweep_script_runs_at_tiny_size_and_its_cut_off_result_fails_the_claim(t
     subprocess.run([sys.executable, str(ROOT / "scripts" / "ch4_sweep.py"), "--gammas", "0.5", "0.75", "1.0",
                     "1.25", "--seeds", "0", "1", "2", "--steps", "30", "--d-embed", "4", "--d-hidden", "8",
                     "--batch-size", "32", "--eval-size", "64", "--records-per-decade", "3", "--device", "cpu",
-                    "--out", str(out)], check=True, env=env, cwd=tmp_path, timeout=600)
+                    "--frames", "4", "--out", str(out)], check=True, env=env, cwd=tmp_path, timeout=600)
     result = json.loads(out.read_text())
     assert len(result["runs"]) == 12 and result["levels"] == pytest.approx(LEVELS, abs=1e-6)
     assert all(len(r["loss"]) == len(result["step"]) and len(r["cka"]) == 3 for r in result["runs"])
@@ -159,3 +159,22 @@ def test_sweep_script_runs_at_tiny_size_and_its_cut_off_result_fails_the_claim(t
                                  [r["stair_times"][1] for r in result["runs"]], result["config"]["d_embed"])
     assert not claim, f"a 30-step run has no pair stair: every run is censored ({claim})"
     assert claim.numbers["censored"] == 12
+    frames = result["frames"]
+    assert len(frames["step"]) == len(frames["embeddings"]) and 2 <= len(frames["step"]) <= 4
+    assert frames["step"] == sorted(frames["step"]) and set(frames["step"]) <= set(result["step"])
+    assert [len(frames["embeddings"][0]), len(frames["embeddings"][0][0])] == [64, 4]
+
+
+# ----- live against recorded ----------------------------------------------------------------------------------
+def test_live_reproduces_recorded_holds_for_the_same_setting_and_fails_for_another_init():
+    recorded = [r["stair_times"] for r in sl.results.load("ch4_staircase")["runs"]]
+    sweep = sl.results.load("ch4_init_sweep")["runs"]
+    same = [r["stair_times"] for r in sweep if r["gamma"] == 1.0]
+    assert ch4.live_reproduces_recorded([t[:2] + [None] for t in same], recorded)
+    for gamma in (0.25, 0.5):  # larger initialization: the pair stair comes several times earlier
+        other = [r["stair_times"] for r in sweep if r["gamma"] == gamma]
+        claim = ch4.live_reproduces_recorded(other, recorded)
+        assert not claim, f"gamma = {gamma} runs passed as the recorded gamma = 1 runs: {claim}"
+    assert not ch4.live_reproduces_recorded([[14, None, None]] * 3, recorded), "no live pair stair"
+    with pytest.raises(ValueError, match="factor"):
+        ch4.live_reproduces_recorded(same, recorded, factor=0.5)

@@ -30,3 +30,20 @@ def test_a_result_file_loads_by_path(tmp_path):
 def test_bad_names_are_refused_clearly(argument, error, match):
     with pytest.raises(error, match=match):
         results.load(argument)
+
+
+def test_the_chapter_4_results_are_shipped_with_the_chapters_settings():
+    """Chapter 4 trains 2500 steps live and loads the rest: the recorded runs must be its model and settings."""
+    chapter = {"lr": 0.01, "batch_size": 512, "d_embed": 32, "d_hidden": 256, "records_per_decade": 25,
+               "strengths": [0.15, 0.25, 0.55]}
+    staircase = results.load("ch4_staircase")
+    assert {k: staircase["config"][k] for k in chapter} == chapter
+    assert staircase["config"]["gammas"] == [1.0] and staircase["config"]["seeds"] == [0, 1, 2]
+    assert staircase["config"]["eval_size"] == 8192 and staircase["step"][-1] >= 14_000
+    frames = staircase["frames"]
+    assert len(frames["step"]) == len(frames["embeddings"]) >= 8
+    assert [len(frames["embeddings"][0]), len(frames["embeddings"][0][0])] == [64, 32]
+    views = results.load("ch4_activations")
+    assert {k: views["config"][k] for k in chapter} == chapter
+    assert sorted(r["activation"] for r in views["runs"]) == ["gelu", "identity", "quadratic", "tanh"]
+    assert all(len(r["loss"]) == len(views["step"]) and len(r["cka"]) == 3 for r in views["runs"])

@@ -4,9 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import statistics
+
 import torch
 
-__all__ = ["Claim", "glue", "table", "cosine", "fit_line"]
+__all__ = ["Claim", "glue", "table", "cosine", "fit_line", "reproduces"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,30 @@ def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, floa
     residual = y - intercept - slope * x
     se = float((residual.pow(2).sum() / (len(x) - 2) / (xc**2).sum()).sqrt())
     return slope, se, intercept
+
+
+def reproduces(live: Mapping[str, Sequence[int | None]], recorded: Mapping[str, Sequence[int | None]],
+               factor: float = 2.0) -> Claim:
+    """Short live runs reproduce long recorded runs of the same settings where they overlap: every named event
+    (a stair, an entropy drop; one step per run, None where it never happened) happened in every live and every
+    recorded run, and its median step in the live runs is within ``factor`` of its median in the recorded ones
+    (a factor, because event times spread multiplicatively and sit on a log-spaced record grid)."""
+    if not factor > 1:
+        raise ValueError(f"factor must be > 1, got {factor!r}")
+    if set(live) != set(recorded) or not live:
+        raise ValueError(f"live and recorded must name the same events, got {sorted(live)} and {sorted(recorded)}")
+    ratios, holds = {}, True
+    for name in live:
+        times = list(live[name]) + list(recorded[name])
+        if not live[name] or not recorded[name] or any(t is None for t in times):
+            ratios[name], holds = None, False
+            continue
+        ratios[name] = statistics.median(live[name]) / statistics.median(recorded[name])
+        holds = holds and 1 / factor <= ratios[name] <= factor
+    return Claim(f"the live runs reproduce the recorded ones: every event in every run, medians within a factor "
+                 f"{factor}", holds, {"live": {k: list(v) for k, v in live.items()},
+                                      "recorded": {k: list(v) for k, v in recorded.items()},
+                                      "live / recorded median": ratios})
 
 
 def glue(name: str, value: Any, fmt: str = "{:.3g}", display: bool = False) -> str:

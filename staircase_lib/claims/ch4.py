@@ -16,11 +16,11 @@ from typing import Sequence
 
 import torch
 
-from .base import Claim, fit_line  # fit_line: shared with Chapter 2, kept as ch4.fit_line
+from .base import Claim, fit_line, reproduces  # fit_line: shared with Chapter 2, kept as ch4.fit_line
 
 __all__ = ["loss_at", "nearest_level", "level_loss_std", "dwell_decades", "fit_line", "stair_order",
            "plateau_level", "loss_follows_levels", "order0_transient", "init_scale_trend", "no_order0_dwell",
-           "linear_stops_after_stair0"]
+           "linear_stops_after_stair0", "live_reproduces_recorded"]
 
 
 # ----- helpers -----------------------------------------------------------------------------------------------
@@ -160,3 +160,12 @@ def linear_stops_after_stair0(times: Sequence[Sequence[int | None]], final_losse
     return Claim("identity activation: stair 0 only, and the loss stays on level 1", holds,
                  {"stair times": [list(t) for t in times], "final loss": list(map(float, final_losses)),
                   "nearest level": nearest})
+
+
+def live_reproduces_recorded(live_times: Sequence[Sequence[int | None]],
+                             recorded_times: Sequence[Sequence[int | None]], factor: float = 2.0) -> Claim:
+    """The short live runs reproduce the long recorded runs where they overlap: stairs 0 and 1 rise in every
+    live and every recorded seed, and the median live t0 and t1 are each within ``factor`` of the recorded
+    medians (:func:`~staircase_lib.claims.base.reproduces`)."""
+    return reproduces({f"t{k}": [t[k] for t in live_times] for k in (0, 1)},
+                      {f"t{k}": [t[k] for t in recorded_times] for k in (0, 1)}, factor)
