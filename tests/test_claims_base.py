@@ -1,6 +1,7 @@
 """sl.claims.base: the claims cell's table and the shared cosine."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from staircase_lib.claims import Claim, cosine, table
@@ -20,3 +21,14 @@ def test_cosine_of_parallel_opposite_and_orthogonal_tensors():
     a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert abs(cosine(a, 2 * a) - 1) < 1e-12 and abs(cosine(a, -a) + 1) < 1e-12
     assert abs(cosine(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]))) < 1e-12
+
+
+def test_reproduces_needs_every_event_in_every_run_and_close_medians():
+    from staircase_lib.claims.base import reproduces
+    assert reproduces({"a": [10, 12], "b": [100]}, {"a": [11, 13], "b": [150]})
+    assert not reproduces({"a": [10, None]}, {"a": [11, 13]}), "an event missing in a live run"
+    assert not reproduces({"a": [10, 12]}, {"a": [31, 33]}), "three times later"
+    with pytest.raises(ValueError, match="same events"):
+        reproduces({"a": [1]}, {"b": [1]})
+    with pytest.raises(ValueError, match="factor"):
+        reproduces({"a": [1]}, {"a": [1]}, factor=1.0)

@@ -1,5 +1,10 @@
 """Chapter 5's claim predicates: each holds on a positive case and fails on a negative control."""
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import torch
 
@@ -99,3 +104,51 @@ def test_table_lists_every_claim():
     claims = {"a": ch5.direct_velocity_holds_then_breaks({1.0: 1.0, 0.75: 1.0, 0.5: 0.1})}
     assert "a" in ch5.table(claims) and "True" in ch5.table(claims)
     assert math.isfinite(claims["a"].numbers["cos_gamma1"])
+
+
+# ----- live against recorded ----------------------------------------------------------------------------------
+def _recorded_events(result, end=None):
+    """The chapter's two early events in the shipped recorded runs (cut at ``end`` steps, like a live run)."""
+    steps = T(result["step"])
+    keep = steps <= (end or int(steps[-1]))
+    runs = result["runs"]
+    return {"order-0 stair (reversed)": [sl.metrics.stair_times(steps[keep], [T(c)[keep] for c in r["cka"]])[0]
+                                         for r in runs if r["task"] == "reversed"],
+            "attention collapse (forward)": [ch5.first_below(steps[keep], T(r["entropy"])[keep])
+                                             for r in runs if r["task"] == "forward"]}
+
+
+def test_live_reproduces_recorded_holds_on_the_overlap_and_fails_for_the_other_task_or_later_events():
+    result = sl.results.load("ch5_attention")
+    recorded = _recorded_events(result)
+    assert ch5.live_reproduces_recorded(_recorded_events(result, end=400), recorded)
+    # null: "live" forward runs that are really reversed runs (their attention stays uniform for 400 steps)
+    swapped = dict(recorded)
+    steps = T(result["step"])
+    swapped["attention collapse (forward)"] = [ch5.first_below(steps[steps <= 400], T(r["entropy"])[steps <= 400])
+                                               for r in result["runs"] if r["task"] == "reversed"]
+    assert not ch5.live_reproduces_recorded(swapped, recorded)
+    later = {name: [3 * t for t in times] for name, times in recorded.items()}
+    assert not ch5.live_reproduces_recorded(later, recorded), "events three times later"
+
+
+def test_first_below_finds_the_first_record_under_the_level():
+    steps = T([0, 10, 20, 30])
+    assert ch5.first_below(steps, T([1.0, 0.6, 0.4, 0.1])) == 20
+    assert ch5.first_below(steps, T([1.0, 0.9, 0.8, 0.7])) is None
+
+
+def test_the_recording_script_runs_at_tiny_size(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "ch5.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    subprocess.run([sys.executable, str(root / "scripts" / "ch5_attention.py"), "--seeds", "1", "--steps", "20",
+                    "--d-embed", "8", "--batch-size", "32", "--eval-size", "64", "--records-per-decade", "3",
+                    "--device", "cpu", "--out", str(out)], check=True, env=env, cwd=tmp_path, timeout=600)
+    result = json.loads(out.read_text())
+    assert [r["task"] for r in result["runs"]] == ["reversed", "forward"]
+    for run in result["runs"]:
+        assert len(run["loss"]) == len(run["entropy"]) == len(run["cka_pooled"]) == len(result["step"])
+        assert torch.tensor(run["attention"]).shape == (len(result["step"]), 3, 3)
+        assert torch.allclose(torch.tensor(run["attention"]).sum(-1), torch.ones(()), atol=1e-3)

@@ -47,3 +47,16 @@ def test_the_chapter_4_results_are_shipped_with_the_chapters_settings():
     assert {k: views["config"][k] for k in chapter} == chapter
     assert sorted(r["activation"] for r in views["runs"]) == ["gelu", "identity", "quadratic", "tanh"]
     assert all(len(r["loss"]) == len(views["step"]) and len(r["cka"]) == 3 for r in views["runs"])
+
+
+def test_the_chapter_5_result_is_shipped_with_the_chapters_settings():
+    """Chapter 5 trains 400 steps live and loads the rest: the recorded runs must be its models and settings."""
+    recorded = results.load("ch5_attention")
+    config = recorded["config"]
+    assert (config["d_embed"], config["lr"], config["batch_size"], config["eval_size"]) == (32, 0.01, 512, 2048)
+    assert config["records_per_decade"] == 40 and config["strengths"] == [0.15, 0.45, 0.35]
+    assert [r["task"] for r in recorded["runs"]] == ["reversed"] * 3 + ["forward"] * 3
+    assert recorded["step"][-1] >= 3000
+    for run in recorded["runs"]:
+        assert len(run["loss"]) == len(run["entropy"]) == len(run["attention"]) == len(recorded["step"])
+        assert len(run["cka"]) == 3 and len(run["attention"][0]) == 3
