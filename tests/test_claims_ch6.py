@@ -1,4 +1,10 @@
 """Chapter 6's claims: each holds on a positive case and fails on its negative control."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import torch
 
 import staircase_lib as sl
@@ -102,3 +108,29 @@ def test_composition_generalizes():
     assert ch6.composition_generalizes([0.9, 1.0], [0.1, 0.2], [1.0, 1.0])
     assert not ch6.composition_generalizes([0.1, 0.2], [0.1, 0.2], [1.0, 1.0])  # large init in both arms
     assert not ch6.composition_generalizes([0.9, 1.0], [0.1, 0.2], [0.0, 0.1])  # untrained: nothing memorized
+
+
+# ----- the recorded transplant ------------------------------------------------------------------------------
+def test_live_donors_match_the_recorded_ones_and_an_untrained_or_short_donor_does_not():
+    recorded = sl.results.load("ch6_transplant")["donor_cka"]
+    assert ch6.donors_reproduce_recorded([x + 0.01 for x in recorded], recorded)
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    untrained = [sl.metrics.cka(sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=128, seed=s).embedding.detach(),
+                                task.kernel(0)) for s in (0, 1, 2)]
+    claim = ch6.donors_reproduce_recorded(untrained, recorded)
+    assert not claim and claim.numbers["max gap"] > 0.5, claim
+    assert not ch6.donors_reproduce_recorded(recorded[:2], recorded), "a donor missing"
+
+
+def test_the_transplant_script_runs_at_tiny_size(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "transplant.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    subprocess.run([sys.executable, str(root / "scripts" / "ch6_transplant.py"), "--donor-steps", "5",
+                    "--steps", "10", "--device", "cpu", "--out", str(out)],
+                   check=True, env=env, cwd=tmp_path, timeout=600)
+    result = json.loads(out.read_text())
+    assert [(r["arm"], r["seed"]) for r in result["runs"]] == [
+        (arm, s) for arm in ("fresh", "transplant", "random, same norm") for s in (0, 1, 2)]
+    assert all(len(r["loss"]) == len(result["step"]) for r in result["runs"]) and len(result["donor_cka"]) == 3

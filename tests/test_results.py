@@ -60,3 +60,14 @@ def test_the_chapter_5_result_is_shipped_with_the_chapters_settings():
     for run in recorded["runs"]:
         assert len(run["loss"]) == len(run["entropy"]) == len(run["attention"]) == len(recorded["step"])
         assert len(run["cka"]) == 3 and len(run["attention"][0]) == 3
+
+
+def test_the_chapter_6_transplant_is_shipped_with_the_chapters_settings():
+    """Chapter 6 trains the donors live and loads the nine receivers: the recording must use its settings."""
+    recorded = results.load("ch6_transplant")
+    config = recorded["config"]
+    assert (config["donor_steps"], config["steps"], config["lr"], config["batch_size"]) == (600, 2000, 0.01, 512)
+    assert (config["d_embed"], config["d_hidden"], config["eval_size"], config["records_per_decade"]) == \
+        (32, 128, 2048, 20)
+    assert [r["arm"] for r in recorded["runs"]] == ["fresh"] * 3 + ["transplant"] * 3 + ["random, same norm"] * 3
+    assert len(recorded["donor_cka"]) == 3 and all(len(r["loss"]) == len(recorded["step"]) for r in recorded["runs"])

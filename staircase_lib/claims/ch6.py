@@ -14,7 +14,7 @@ from .base import Claim
 
 __all__ = ["crossing_times", "half_fall_time", "frozen_speedup", "transplant_no_head_start",
            "reasoning_first", "together_at_large_init", "reasoning_keys_ordered",
-           "composition_generalizes"]
+           "composition_generalizes", "donors_reproduce_recorded"]
 
 Times = Sequence[Optional[int]]
 
@@ -126,3 +126,15 @@ def composition_generalizes(held_small: Sequence[float], held_large: Sequence[fl
                  f"although large init fits its training pairs (>= {fitted:g})",
                  holds, {"min_held_small": min(held_small), "max_held_large": max(held_large),
                          "min_train_large": min(train_large)})
+
+
+def donors_reproduce_recorded(live_cka: Sequence[float], recorded_cka: Sequence[float],
+                              tolerance: float = 0.02) -> Claim:
+    """The transplant's receivers are recorded (``scripts/ch6_transplant.py``) from donors trained with the
+    chapter's models, seeds and settings: the donors trained live on the page must have the recorded donors'
+    alignment with the order-0 kernel at the handover, within ``tolerance`` in every seed."""
+    live, recorded = [float(x) for x in live_cka], [float(x) for x in recorded_cka]
+    gaps = [abs(a - b) for a, b in zip(live, recorded)]
+    holds = len(live) == len(recorded) > 0 and max(gaps) <= tolerance
+    return Claim(f"the live donors match the recorded ones: |CKA live - recorded| <= {tolerance} in every seed",
+                 holds, {"live": live, "recorded": recorded, "max gap": max(gaps, default=float("nan"))})
