@@ -6,6 +6,7 @@ The browser test uses Debian's Chromium (/usr/bin/chromium) through Playwright; 
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -230,51 +231,21 @@ def browser():
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_page_renders_in_browser(html_dir, browser, docname):
-    context = browser.new_context(viewport={"width": 1280, "height": 1400})
-    network, console_errors = [], []
-    # Record and block every request that leaves the machine: the book must render offline.
-    context.route(re.compile(r"^https?://"), lambda route: (network.append(route.request.url),
-                                                            route.abort()))
-    page = context.new_page()
-    page.on("pageerror", lambda exc: None if HARMLESS_CONSOLE.search(str(exc))
-            else console_errors.append(f"page error: {exc}"))
-
-    def on_console(msg):
-        if msg.type != "error":
-            return
-        where = (msg.location or {}).get("url", "")
-        text = f"{msg.text} ({where})" if where else msg.text
-        if not HARMLESS_CONSOLE.search(text):
-            console_errors.append(text)
-
-    page.on("console", on_console)
-    try:
-        page.goto(_page(html_dir, docname).as_uri(), wait_until="load")
-        try:
-            page.wait_for_function(WAIT_RENDERED_JS, timeout=20_000)
-        except Exception:  # noqa: BLE001 - report what is missing below instead of a bare timeout
-            pass
-        page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-        page.wait_for_timeout(300)
-        state = page.evaluate(RENDER_STATE_JS)
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f"{Path(docname).name}.png"), full_page=True)
-    finally:
-        context.close()
-
-    report = f"{docname}.html: {json.dumps(state)}"
+def test_page_renders_in_browser(page_report, docname):
+    report = page_report(docname)
+    state, network, console_errors = report["state"], report["network"], report["console_errors"]
+    where = f"{docname}.html: {json.dumps(state)}"
     if _has_math(docname):
-        assert state["mathjax"] > 0, f"math was not typeset by MathJax; {report}"
-        assert state["rawMath"] == 0, f"some math was left untypeset; {report}"
+        assert state["mathjax"] > 0, f"math was not typeset by MathJax; {where}"
+        assert state["rawMath"] == 0, f"some math was left untypeset; {where}"
     if _has_plots(docname):
         # No figure at all usually means the kernel ran with a non-inline matplotlib backend
         # (MPLBACKEND=Agg leaking into Jupyter), which silently drops every plot.
-        assert state["figures"] > 0, f"the notebook plots but the page shows no figure; {report}"
+        assert state["figures"] > 0, f"the notebook plots but the page shows no figure; {where}"
     hint = f" {BADGE_HINT}" if "colab" in str(state["brokenImages"]) else ""
-    assert not state["brokenImages"], f"images failed to load: {state['brokenImages']}.{hint} {report}"
-    assert not state["emptyOutputs"], f"empty output areas: {state['emptyOutputs']}; {report}"
-    assert state["unrenderedWidgets"] == 0, f"widgets did not render; {report}"
+    assert not state["brokenImages"], f"images failed to load: {state['brokenImages']}.{hint} {where}"
+    assert not state["emptyOutputs"], f"empty output areas: {state['emptyOutputs']}; {where}"
+    assert state["unrenderedWidgets"] == 0, f"widgets did not render; {where}"
     assert not state["wideCode"], f"code lines wider than the column (keep them short): {state['wideCode']}"
     assert not state["wideMath"], f"display equations wider than the column (split them): {state['wideMath']}"
     assert not network, f"the page tried to reach the network: {network}"
@@ -390,25 +361,17 @@ def test_every_explorer_call_gives_a_book_view(html_dir, docname):
                             "build with STAIRCASE_HEADLESS=1 and without STAIRCASE_EXPLORERS=default")
 
 
-def test_explorers_respond_in_browser(html_dir, browser):
-    pages = _pages_with_explorers(html_dir)
-    if not pages:
-        pytest.skip("no page of the built book has a book-mode explorer (sl.widgets.explore) yet")
-    problems = []
-    for docname in pages:
-        context = browser.new_context(viewport={"width": 1280, "height": 1400})
-        context.route(re.compile(r"^https?://"), lambda route: route.abort())
-        page = context.new_page()
-        try:
-            page.goto(_page(html_dir, docname).as_uri(), wait_until="load")
-            page.wait_for_function(WAIT_RENDERED_JS, timeout=20_000)
-            page.wait_for_selector(".staircase-explorer img", timeout=20_000)
-            check_explorers(page, SCREENSHOTS / "explorers", Path(docname).name)
-        except AssertionError as error:
-            problems.append(f"{docname}: {error}")
-        finally:
-            context.close()
-    assert not problems, "explorers that do not respond in the browser:\n" + "\n".join(problems)
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_explorers_respond_in_browser(page_report, docname):
+    report = page_report(docname)
+    if report["explorers"] is None:
+        pytest.skip(f"{docname}.html has no book-mode explorer (sl.widgets.explore or scrubber)")
+    assert not report["explorers"], f"explorers that do not respond in the browser on {docname}.html: " \
+                                    f"{report['explorers']}"
+
+
+def test_some_pages_have_explorers(html_dir):
+    assert _pages_with_explorers(html_dir), "no page of the built book has a book-mode explorer (sl.widgets.explore)"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -470,44 +433,100 @@ DARK_MODE_JS = """() => {
 
 
 @pytest.fixture(scope="module")
-def a11y_scan(browser, html_dir):
-    """scan(docname) -> {"light": violations, "dark": violations, "images": [...]}, once per page.
+def page_report(browser, html_dir, tmp_path_factory):
+    """report(docname) -> what every in-browser test of that page checks, from one load of the page. Each
+    pytest-xdist worker first loads its share of the pages (every n-th) and writes their reports to a folder of
+    this run that all workers share; a test of a page another worker owns waits for its report (a lock per
+    page), so no page is loaded twice and the workers do not wait on the same page:
 
-    The page is rendered (math, widgets, images) in light mode and scanned with every axe rule, then
-    switched to dark mode as the theme's button does and scanned again for colour contrast only (dark
-    mode changes colours, nothing else)."""
+    - ``state``, ``network``, ``console_errors``: the rendered page (math, figures, widgets, column overflow),
+      the requests it tried (all blocked: the book must work offline) and its JavaScript errors; a full-page
+      screenshot goes to SCREENSHOTS;
+    - ``explorers``: None without a book-mode explorer, else the problems :func:`check_explorers` found
+      ("" when every control of every explorer changes its figure);
+    - ``images``, ``light``, ``dark``: the images' alt texts, then, with every dropdown and hidden cell opened,
+      axe-core with every rule in light mode and, switched to dark mode as the theme's button does, its
+      colour-contrast rule again (dark mode changes colours, nothing else).
+    """
     from axe_playwright_python.base import AXE_SCRIPT
+    from playwright.sync_api import Error as PlaywrightError
 
     cache: dict[str, dict] = {}
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1", ... under pytest -n, else None
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if worker else base) / "page-reports"  # the workers' basetemps share a parent
+    shared.mkdir(exist_ok=True)
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    share = list(DOCNAMES[int(worker[2:])::count]) if worker else []
 
-    def scan(docname: str) -> dict:
-        if docname in cache:
-            return cache[docname]
+    def report(docname: str) -> dict:
+        while share:  # this worker's pages first, once
+            cached(share.pop(0))
+        return cached(docname)
+
+    def cached(docname: str) -> dict:
+        if docname not in cache:
+            path = shared / f"{docname.replace('/', '--')}.json"
+            with open(path.with_suffix(".lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be loading this page: wait for it
+                if not path.exists():
+                    path.write_text(json.dumps(load_and_scan(docname)))
+                cache[docname] = json.loads(path.read_text())
+        return cache[docname]
+
+    def load_and_scan(docname: str) -> dict:
         context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light")
-        context.route(re.compile(r"^https?://"), lambda route: route.abort())
         context.set_default_timeout(120_000)  # a chapter page with its math is slow to load on a busy machine
+        result: dict = {"network": [], "console_errors": []}
+        listening = [True]  # JavaScript errors count until the axe scans (axe's own file:// requests fail)
+        # Record and block every request that leaves the machine: the book must render offline.
+        context.route(re.compile(r"^https?://"), lambda route: (result["network"].append(route.request.url),
+                                                                route.abort()))
+        page = context.new_page()
+        page.on("pageerror", lambda exc: None if not listening[0] or HARMLESS_CONSOLE.search(str(exc))
+                else result["console_errors"].append(f"page error: {exc}"))
+
+        def on_console(msg):
+            if msg.type != "error" or not listening[0]:
+                return
+            where = (msg.location or {}).get("url", "")
+            text = f"{msg.text} ({where})" if where else msg.text
+            if not HARMLESS_CONSOLE.search(text):
+                result["console_errors"].append(text)
+
+        page.on("console", on_console)
         try:
-            page = context.new_page()
             page.goto(_page(html_dir, docname).as_uri(), wait_until="load")
             try:
                 page.wait_for_function(WAIT_RENDERED_JS, timeout=20_000)
             except Exception:  # noqa: BLE001 - test_page_renders_in_browser reports what is missing
                 pass
             page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-            result = {"images": page.evaluate(IMAGES_JS)}
+            page.wait_for_timeout(300)
+            result["state"] = page.evaluate(RENDER_STATE_JS)
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"{Path(docname).name}.png"), full_page=True)
+            result["images"] = page.evaluate(IMAGES_JS)
+            result["explorers"] = None
+            if page.locator(".staircase-explorer").count():
+                try:
+                    page.wait_for_selector(".staircase-explorer img", timeout=20_000)
+                    check_explorers(page, SCREENSHOTS / "explorers", Path(docname).name)
+                    result["explorers"] = ""
+                except (AssertionError, PlaywrightError) as error:
+                    result["explorers"] = str(error)
+            listening[0] = False
             page.evaluate(OPEN_EVERYTHING_JS)
             page.evaluate(AXE_SCRIPT)
             result["light"] = page.evaluate(AXE_RUN_JS, [list(AXE_EXTRA_RULES), None])
-            light_bg, dark_bg = page.evaluate(DARK_MODE_JS)
-            assert light_bg != dark_bg, f"{docname}.html: the theme's dark mode did not change the page colours"
+            result["dark_changed"] = page.evaluate(DARK_MODE_JS)
             page.wait_for_timeout(50)
             result["dark"] = page.evaluate(AXE_RUN_JS, [[], ["color-contrast"]])
         finally:
             context.close()
-        cache[docname] = result
         return result
 
-    return scan
+    return report
 
 
 def _allowed(rule: str, node: dict) -> bool:
@@ -516,9 +535,11 @@ def _allowed(rule: str, node: dict) -> bool:
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_page_has_no_serious_accessibility_violations(a11y_scan, docname):
+def test_page_has_no_serious_accessibility_violations(page_report, docname):
     found = []
-    scan = a11y_scan(docname)
+    scan = page_report(docname)
+    light_bg, dark_bg = scan["dark_changed"]
+    assert light_bg != dark_bg, f"{docname}.html: the theme's dark mode did not change the page colours"
     for scheme in ("light", "dark"):
         for violation in scan[scheme]:
             if violation["impact"] not in AXE_FAILING_IMPACTS:
@@ -533,9 +554,9 @@ def test_page_has_no_serious_accessibility_violations(a11y_scan, docname):
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_images_have_real_alt_text(a11y_scan, docname):
+def test_images_have_real_alt_text(page_report, docname):
     bad = []
-    for img in a11y_scan(docname)["images"]:
+    for img in page_report(docname)["images"]:
         alt = img["alt"]
         if alt is None:
             bad.append(f"no alt attribute: {img['src']} (in #{img['where']})")
@@ -551,12 +572,12 @@ def test_images_have_real_alt_text(a11y_scan, docname):
         "staircase_lib.a11y.label_animation.\n" + "\n".join(bad))
 
 
-def test_accessibility_allow_list_is_used(a11y_scan):
+def test_accessibility_allow_list_is_used(page_report):
     if not AXE_ALLOWED:  # nothing can be stale, and scanning every page again here would double the work
         pytest.skip("the accessibility allow-list is empty")
     used = set()
     for docname in DOCNAMES:
-        scan = a11y_scan(docname)
+        scan = page_report(docname)
         for violation in scan["light"] + scan["dark"]:
             for node in violation["nodes"]:
                 for rule, pattern, _cause in AXE_ALLOWED:
