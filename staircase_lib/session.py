@@ -8,16 +8,22 @@ import torch
 
 from . import plotting
 from ._version import __version__
-from .runtime import resolve_device, seed_everything
+from .runtime import resolve_device, seed_everything, training_threads
 
 __all__ = ["setup"]
 
 
 def setup(seed: int = 0, device: str | torch.device = "auto", verbose: bool = True) -> torch.device:
-    """Seed everything, pick the device, apply the course's plot style and print versions.
+    """Seed everything, pick the device, cap torch's CPU threads, apply the course's plot style and print
+    versions.
 
+    Every CPU op of the chapter then runs on ``runtime.training_threads()`` threads (1 unless
+    ``STAIRCASE_THREADS`` says more; a lower count already set is kept), as training does: the course's tensors
+    are small, and with a second thread a chapter ran several times slower beside one other busy process
+    (Chapter 3: 34 s alone, 128 s beside a busy process, in ``make bench``).
     Returns the ``torch.device`` chosen (CUDA, then MPS, then CPU for ``device="auto"``).
     """
+    torch.set_num_threads(min(torch.get_num_threads(), training_threads()))
     seed_everything(seed)
     chosen = resolve_device(device)
     plotting.use_course_style()

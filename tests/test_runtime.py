@@ -96,6 +96,25 @@ def test_setup_quiet_and_seeds(capsys):
     assert torch.equal(first, second), "setup(seed) must make torch's global RNG reproducible"
 
 
+def test_setup_caps_torch_threads_like_training(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.delenv("STAIRCASE_THREADS", raising=False)
+        setup(verbose=False)
+        assert torch.get_num_threads() == 1, "one thread by default: steady beside other work"
+        torch.set_num_threads(2)
+        monkeypatch.setenv("STAIRCASE_THREADS", "2")
+        setup(verbose=False)
+        assert torch.get_num_threads() == 2, "STAIRCASE_THREADS asks for more"
+        torch.set_num_threads(1)
+        monkeypatch.setenv("STAIRCASE_THREADS", "4")
+        setup(verbose=False)
+        assert torch.get_num_threads() == 1, "never more threads than already set"
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_setup_applies_the_course_style():
     import matplotlib as mpl
 
