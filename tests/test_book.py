@@ -146,6 +146,17 @@ def test_no_external_scripts_or_styles(html_dir, docname):
                         f"{images}. {BADGE_HINT}")
 
 
+# What myst-nb's {glue:text} makes of a glued "2,500" or "12, 14, 13" when the plain text is not a quoted string
+GLUED_TUPLE = re.compile(r'class="pasted-text">\((-?[\d.]+, )+-?[\d.]+\)<')
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_glued_numbers_are_not_shown_as_python_tuples(html_dir, docname):
+    assert GLUED_TUPLE.search('<span class="pasted-text">(2, 500)</span>'), "the check must see the old bug"
+    shown = [m.group(0) for m in GLUED_TUPLE.finditer(_page(html_dir, docname).read_text(encoding="utf-8"))]
+    assert not shown, f"{docname}.html shows glued text as a Python tuple (glue it with sl.claims.glue): {shown}"
+
+
 def test_repository_links_use_the_configured_url(html_dir):
     repo = _repository_url()
     soup = _soup(html_dir, "intro")

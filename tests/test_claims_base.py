@@ -32,3 +32,19 @@ def test_reproduces_needs_every_event_in_every_run_and_close_medians():
         reproduces({"a": [1]}, {"b": [1]})
     with pytest.raises(ValueError, match="factor"):
         reproduces({"a": [1]}, {"a": [1]}, factor=1.0)
+
+
+@pytest.mark.parametrize("value,fmt", [(2500, "{:,}"), ("12, 14, 13", "{}"), (0.1697, "{:.2f}"), ("(a) b", "{}")])
+def test_glued_text_reaches_the_page_verbatim(monkeypatch, value, fmt):
+    """{glue:text} reads the glued value's plain text as a Python literal: the text the page shows must be the
+    text the chapter formatted (not "(2, 500)" for "2,500", nor "(12, 14, 13)" for a list of stair times)."""
+    import myst_nb
+    from IPython.core.formatters import PlainTextFormatter
+    from myst_nb.core.variables import format_plain_text
+
+    from staircase_lib.claims import glue
+
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, variable, display=True: glued.update({name: variable}))
+    text = glue("x", value, fmt)
+    assert format_plain_text(PlainTextFormatter()(glued["x"]), "") == text == fmt.format(value)

@@ -98,6 +98,10 @@ def glue(name: str, value: Any, fmt: str = "{:.3g}", display: bool = False) -> s
     In the built book (myst-nb present) the formatted string is glued under ``name``; elsewhere (Colab,
     plain Jupyter) nothing is glued and the returned string is all there is. ``fmt`` is a ``str.format``
     pattern (default three significant digits). The glued output is hidden unless ``display=True``.
+
+    The string is glued as a ``str``: ``{glue:text}`` reads a glued value's plain text as a Python literal,
+    which turns the quoted string back into exactly this text (unquoted, "2,500" would be read as the tuple
+    (2, 500) and "12, 14, 13" shown as "(12, 14, 13)").
     """
     if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"name must be a word of letters, digits, '_' or '-', got {name!r}")
@@ -106,15 +110,5 @@ def glue(name: str, value: Any, fmt: str = "{:.3g}", display: bool = False) -> s
         from myst_nb import glue as myst_glue
     except ImportError:  # Colab and plain Jupyter: the text shows the value where the cell prints it
         return text
-    myst_glue(name, _Plain(text), display=display)
+    myst_glue(name, text, display=display)
     return text
-
-
-class _Plain:
-    """Text whose plain representation is itself (a glued ``str`` would show its quotes)."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
