@@ -73,9 +73,9 @@ test: $(STAMP) $(VENDOR) $(OTTER_STAMP)
 # The two runs of every chapter, side by side on the two cores (each kernel on one thread, so neither spins
 # on the other's core): the student notebooks under nbval (time budget per chapter), and the full chapters
 # in the strict book build.
-# CHAPTER_TIME_LIMIT: the course's budget is 60 s per chapter on an idle 2-core machine; Chapter 4 (and 5)
-# exceed it since the one-thread engine (see benchmarks/RESULTS.md and the issue notes), so the test's limit is
-# a hang guard, not the budget.
+# CHAPTER_TIME_LIMIT: the course's budget is 60 s per chapter on an idle 2-core machine, which `make bench`
+# measures (benchmarks/RESULTS.md). Here each notebook shares the machine with the book build, and CI machines
+# differ in speed, so the test's limit is a hang guard, not the budget.
 test-student-notebooks: $(STAMP)
 	OMP_NUM_THREADS=1 CHAPTER_TIME_LIMIT=$${CHAPTER_TIME_LIMIT:-300} $(NB_ENV) $(PY) tools/run_chapters.py
 

@@ -20,7 +20,6 @@ Regenerate the three shipped results:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
@@ -87,18 +86,16 @@ def main(argv: list[str] | None = None) -> dict:
         out["runs"].append({
             "activation": activation, "gamma": gamma, "seed": seed,
             "stair_times": sl.metrics.stair_times(run.steps, curves, window=3),
-            "loss": [round(float(x), 5) for x in run.loss],
-            "cka": [[round(float(x), 4) for x in c] for c in curves],
+            "loss": sl.results.rounded(run.loss, 5),
+            "cka": sl.results.rounded(curves),
         })
     if args.frames:
         steps = runs[0].steps.double().clamp_min(1).log()
         targets = torch.linspace(float(steps[0]), float(steps[-1]), args.frames)
         index = sorted({int((steps - t).abs().argmin()) for t in targets})
         out["frames"] = {"step": [int(runs[0].steps[i]) for i in index],
-                         "embeddings": [[[round(float(x), 4) for x in row] for row in runs[0].embeddings[i]]
-                                        for i in index]}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, separators=(",", ":")))
+                         "embeddings": [sl.results.rounded(runs[0].embeddings[i]) for i in index]}
+    sl.results.save(out, args.out)
     return out
 
 

@@ -13,7 +13,6 @@ Regenerate the shipped result (about two minutes on a CPU):
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
@@ -44,13 +43,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def rounded(values, digits: int = 4) -> list:
-    """A tensor as nested lists of rounded floats (small JSON)."""
-    if values.dim() == 0:
-        return round(float(values), digits)
-    return [rounded(v, digits) for v in values]
-
-
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     reversed_task = sl.tasks.StaircaseTask(strengths=STRENGTHS, reverse=True)
@@ -72,14 +64,13 @@ def main(argv: list[str] | None = None) -> dict:
     for k, run in enumerate(runs):
         out["runs"].append({
             "task": "reversed" if k < n else "forward", "seed": k,
-            "loss": rounded(run.loss, 5),
-            "cka": [rounded(sl.metrics.alignment_curve(run.embeddings, K)) for K in kernels],
-            "cka_pooled": rounded(sl.metrics.alignment_curve(run.embeddings, pooled_kernel)),
-            "attention": rounded(run.extras["attention"][:, 0, 0]),  # [T, L, L], layer 0, head 0
-            "entropy": rounded(run.extras["attention_entropy"][:, 0, 0, -1]),  # the readout query's row
+            "loss": sl.results.rounded(run.loss, 5),
+            "cka": [sl.results.rounded(sl.metrics.alignment_curve(run.embeddings, K)) for K in kernels],
+            "cka_pooled": sl.results.rounded(sl.metrics.alignment_curve(run.embeddings, pooled_kernel)),
+            "attention": sl.results.rounded(run.extras["attention"][:, 0, 0]),  # [T, L, L], layer 0, head 0
+            "entropy": sl.results.rounded(run.extras["attention_entropy"][:, 0, 0, -1]),  # the readout query's row
         })
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, separators=(",", ":")))
+    sl.results.save(out, args.out)
     return out
 
 

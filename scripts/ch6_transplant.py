@@ -12,7 +12,6 @@ alignment matches the recorded one. Regenerate the shipped result (about half a 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -68,12 +67,11 @@ def main(argv: list[str] | None = None) -> dict:
                       "records_per_decade": config.records_per_decade,
                       "device_used": str(sl.runtime.resolve_device(args.device))},
            "levels": task.loss_levels().tolist(), "step": runs[0].steps.tolist(),
-           "donor_cka": [round(sl.metrics.cka(E, task.kernel(0)), 4) for E in donor_embeddings],
-           "runs": [{"arm": arm, "seed": s, "loss": [round(float(x), 5) for x in run.loss]}
+           "donor_cka": sl.results.rounded([sl.metrics.cka(E, task.kernel(0)) for E in donor_embeddings]),
+           "runs": [{"arm": arm, "seed": s, "loss": sl.results.rounded(run.loss, 5)}
                     for (arm, s), run in zip([(a, s) for a in ARMS for s in SEEDS], runs)],
            "train_seconds": time.time() - start}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, separators=(",", ":")))
+    sl.results.save(out, args.out)
     return out
 
 

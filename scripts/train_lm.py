@@ -11,7 +11,6 @@ is per rank, so N ranks see N times as many tokens per step.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -165,8 +164,7 @@ def main(argv: list[str] | None = None) -> dict:
             "train_seconds": train_seconds,
             "tokens_per_second": tokens_per_step * args.steps / max(train_seconds, 1e-9),
         }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
+        sl.results.save(result, args.out, indent=1)
         print(f"wrote {args.out}: loss {record['loss'][0]:.3f} -> {record['loss'][-1]:.3f}, "
               f"CKA(POS) peak {max(record['cka_pos']):.2f}, CKA(class) final {record['cka_class'][-1]:.2f}, "
               f"CKA(class | subjects) final {record['cka_class_subject'][-1]:.2f}, stairs {result['stair_times']}, "

@@ -2,15 +2,20 @@
 
 Each result is a JSON file in ``staircase_lib/data``; it records the config that produced it, so a reader can
 rerun it (for example ``torchrun --nproc_per_node=2 scripts/train_lm.py ... --out my_result.json``) and load
-their own file with :func:`load`.
+their own file with :func:`load`. The scripts write them with :func:`save`, floats cut to a few digits with
+:func:`rounded` so the shipped files stay small.
 """
 from __future__ import annotations
 
 import json
+import numbers
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["available", "load"]
+import numpy as np
+import torch
+
+__all__ = ["available", "load", "rounded", "save"]
 
 
 def available() -> list[str]:
@@ -31,3 +36,34 @@ def load(name_or_path: str | Path) -> dict:
     if not path.is_file():
         raise ValueError(f"result file {str(path)!r} does not exist")
     return json.loads(path.read_text())
+
+
+def rounded(values: torch.Tensor | np.ndarray | numbers.Real | list | tuple, digits: int = 4) -> float | list:
+    """``values`` (a tensor or array of any shape, a number, or nested lists of them) as nested lists of floats
+    rounded to ``digits`` decimals: a JSON-ready copy, e.g. ``rounded(run.loss, 5)`` for a ``Tensor[T]``."""
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
+        raise ValueError(f"digits must be a non-negative int, got {digits!r}")
+    if isinstance(values, (torch.Tensor, np.ndarray)):
+        if values.ndim == 0:
+            return round(float(values), digits)
+        return [rounded(v, digits) for v in values]
+    if isinstance(values, (list, tuple)):
+        return [rounded(v, digits) for v in values]
+    if isinstance(values, numbers.Real) and not isinstance(values, bool):
+        return round(float(values), digits)
+    raise TypeError(f"values must be a tensor, an array, a number or a list of them, got {type(values).__name__}")
+
+
+def save(result: dict, path: str | Path, *, indent: int | None = None) -> Path:
+    """Write ``result`` to ``path`` as JSON (compact unless ``indent`` is given), creating its folder; the path."""
+    if not isinstance(result, dict):
+        raise TypeError(f"result must be a dict, got {type(result).__name__}")
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a file path, got {type(path).__name__}")
+    path = Path(path)
+    if path.suffix != ".json":
+        raise ValueError(f"path must end in .json (what load reads as a file), got {str(path)!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    separators = (",", ":") if indent is None else None
+    path.write_text(json.dumps(result, indent=indent, separators=separators))
+    return path

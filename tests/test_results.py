@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+import torch
 
 from staircase_lib import results
 
@@ -20,6 +22,29 @@ def test_a_result_file_loads_by_path(tmp_path):
     path = tmp_path / "mine.json"
     path.write_text(json.dumps({"step": [0, 1]}))
     assert results.load(path) == {"step": [0, 1]}
+
+
+def test_a_saved_result_of_rounded_tensors_loads_back(tmp_path):
+    loss = torch.tensor([2.1972246, 1.3862944])
+    result = {"loss": results.rounded(loss, 3), "cka": results.rounded(np.eye(2)[None]),
+              "mixed": results.rounded([torch.tensor(0.123456), 1, 2.5]), "steps": [0, 10]}
+    path = results.save(result, tmp_path / "new" / "run.json")
+    assert results.load(path) == {"loss": [2.197, 1.386], "cka": [[[1.0, 0.0], [0.0, 1.0]]],
+                                  "mixed": [0.1235, 1.0, 2.5], "steps": [0, 10]}
+    assert " " not in path.read_text()  # compact unless an indent is asked for
+    assert "\n" in results.save(result, tmp_path / "wide.json", indent=1).read_text()
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda tmp: results.rounded("0.5"), TypeError, "values must be a tensor, an array, a number"),
+    (lambda tmp: results.rounded([1.0], digits=-1), ValueError, "digits must be a non-negative int, got -1"),
+    (lambda tmp: results.save([1], tmp / "a.json"), TypeError, "result must be a dict, got list"),
+    (lambda tmp: results.save({}, 3), TypeError, "path must be a file path, got int"),
+    (lambda tmp: results.save({}, tmp / "a.txt"), ValueError, "path must end in .json"),
+])
+def test_bad_results_are_refused_clearly(tmp_path, call, error, match):
+    with pytest.raises(error, match=match):
+        call(tmp_path)
 
 
 @pytest.mark.parametrize("argument,error,match", [
