@@ -43,15 +43,17 @@ def rounded(values: torch.Tensor | np.ndarray | numbers.Real | list | tuple, dig
     rounded to ``digits`` decimals: a JSON-ready copy, e.g. ``rounded(run.loss, 5)`` for a ``Tensor[T]``."""
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
         raise ValueError(f"digits must be a non-negative int, got {digits!r}")
-    if isinstance(values, (torch.Tensor, np.ndarray)):
-        if values.ndim == 0:
-            return round(float(values), digits)
-        return [rounded(v, digits) for v in values]
-    if isinstance(values, (list, tuple)):
-        return [rounded(v, digits) for v in values]
-    if isinstance(values, numbers.Real) and not isinstance(values, bool):
-        return round(float(values), digits)
-    raise TypeError(f"values must be a tensor, an array, a number or a list of them, got {type(values).__name__}")
+
+    def cut(value):
+        if isinstance(value, (torch.Tensor, np.ndarray)):
+            value = value.tolist()  # nested lists of Python numbers, or one number for a 0-d tensor
+        if isinstance(value, (list, tuple)):
+            return [cut(v) for v in value]
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return round(float(value), digits)
+        raise TypeError(f"values must be a tensor, an array, a number or a list of them, got {type(value).__name__}")
+
+    return cut(values)
 
 
 def save(result: dict, path: str | Path, *, indent: int | None = None) -> Path:

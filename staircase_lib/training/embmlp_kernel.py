@@ -105,7 +105,8 @@ class EmbMLPKernel:
         gE, gW1, gb1, gW2, gb2 = self.grads
         K, V, B, m, d, n = self.K, self.V, self.B, self.m, self.d, tokens.shape[1]
         if self._buffers is None or self._buffers[1].shape[1] != n:
-            self._buffers = (torch.empty(K, V, B * m, device=tokens.device), torch.empty(K, n, m, device=tokens.device))
+            device = tokens.device
+            self._buffers = (torch.empty(K, V, B * m, device=device), torch.empty(K, n, m, device=device))
         P, dh = self._buffers
         pre, rows = self._forward(tokens, out=P)
         hidden = self.activation(pre)
@@ -117,7 +118,8 @@ class EmbMLPKernel:
             torch.bmm(dz, hidden, out=gW2)
         if self.trainable[4]:
             torch.sum(dz, 2, out=gb2)
-        dpre = activation_backward(self.activation_name, torch.bmm(dz.transpose(1, 2), W2, out=dh), pre, hidden, into=dh)
+        torch.bmm(dz.transpose(1, 2), W2, out=dh)  # d(loss)/d(hidden), [K, n, m]
+        dpre = activation_backward(self.activation_name, dh, pre, hidden, into=dh)  # in place
         if self.trainable[2]:
             torch.sum(dpre, 1, out=gb1)
         dP = P.zero_().view(K * V * B, m)  # P is not needed any more
