@@ -68,7 +68,7 @@ test: $(STAMP) $(VENDOR) $(OTTER_STAMP)
 	$(PY) -m pytest tests -m "not book" -n 2 -rs --cov=staircase_lib --cov-report=term --cov-fail-under=90
 	$(MAKE) student
 	$(MAKE) -j2 test-student-notebooks test-book-build
-	$(PY) -m pytest tests -m book -rs -n 2
+	$(PY) -m pytest tests -m book -rs -n 2 --dist loadgroup
 
 # The two runs of every chapter, side by side on the two cores (each kernel on one thread, so neither spins
 # on the other's core): the student notebooks under nbval (time budget per chapter), and the full chapters

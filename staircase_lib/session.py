@@ -28,6 +28,8 @@ def setup(seed: int = 0, device: str | torch.device = "auto", verbose: bool = Tr
     chosen = resolve_device(device)
     plotting.use_course_style()
     if verbose:
+        # Two short lines: one line of all five overflowed the book's code column (about 80 characters).
         print(f"staircase_lib {__version__} | torch {torch.__version__} | numpy {np.__version__} | "
-              f"python {platform.python_version()} | device {chosen} | seed {seed}")
+              f"python {platform.python_version()}")
+        print(f"device {chosen} | seed {seed}")
     return chosen

@@ -6,7 +6,6 @@ The browser test uses Debian's Chromium (/usr/bin/chromium) through Playwright; 
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -53,6 +52,9 @@ def _toc_docnames() -> list[str]:
 
 
 DOCNAMES = _toc_docnames()
+# The in-browser tests of one page share one load of it (page_report): one xdist group per page keeps them on
+# one worker under `pytest -n 2 --dist loadgroup`.
+PAGES = [pytest.param(d, id=d, marks=pytest.mark.xdist_group(d)) for d in DOCNAMES]
 
 
 def _source(docname: str) -> Path:
@@ -241,7 +243,7 @@ def browser():
         browser.close()
 
 
-@pytest.mark.parametrize("docname", DOCNAMES)
+@pytest.mark.parametrize("docname", PAGES)
 def test_page_renders_in_browser(page_report, docname):
     report = page_report(docname)
     state, network, console_errors = report["state"], report["network"], report["console_errors"]
@@ -372,7 +374,7 @@ def test_every_explorer_call_gives_a_book_view(html_dir, docname):
                             "build with STAIRCASE_HEADLESS=1 and without STAIRCASE_EXPLORERS=default")
 
 
-@pytest.mark.parametrize("docname", DOCNAMES)
+@pytest.mark.parametrize("docname", PAGES)
 def test_explorers_respond_in_browser(page_report, docname):
     report = page_report(docname)
     if report["explorers"] is None:
@@ -405,10 +407,53 @@ AXE_ALLOWED: list[tuple[str, str, str]] = [
 # Alt texts that are a file name or a content hash: what myst-nb writes when a cell carries no alt text.
 FILENAME_ALT = re.compile(r"\.(png|svg|jpe?g|gif|webp)\s*$|[0-9a-f]{32,}", re.IGNORECASE)
 
+# Injected before any page script runs: no CSS transition or animation anywhere. sphinx-togglebutton fades a
+# toggled block in over 0.3 s (opacity), so a scan right after opening a solution saw its code half transparent:
+# keyword #6730c5 at 75 % opacity reads #8a60d2 on the cell's #f6f7f7 (4.17:1), a failure only a fast machine
+# escaped. With this style every colour is final the moment a class or attribute changes. The colour mode is
+# pinned to light too (pydata-sphinx-theme reads localStorage "mode"), so no stored preference can differ.
+SETTLED_PAGE_INIT_JS = """
+try { localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light'); } catch (e) {}
+const staircaseNoMotion = () => {
+  const style = document.createElement('style');
+  style.id = 'staircase-test-no-motion';
+  style.textContent = '*, *::before, *::after { transition: none !important; animation: none !important; '
+    + 'scroll-behavior: auto !important; }';
+  (document.head || document.documentElement).appendChild(style);
+};
+if (document.readyState === 'loading') { document.addEventListener('DOMContentLoaded', staircaseNoMotion); }
+else { staircaseNoMotion(); }
+"""
+
 OPEN_EVERYTHING_JS = """() => {
   // What a reader can open (dropdowns, hidden code, solutions, toggles) is scanned too.
   document.querySelectorAll('details').forEach(d => { d.open = true; });
   document.querySelectorAll('.toggle-hidden').forEach(el => el.classList.remove('toggle-hidden'));
+}"""
+
+# True once every opened block is shown as a reader sees it: each details open, no toggle still hidden, and
+# every block inside them displayed, visible and fully opaque (computed along its ancestors), fonts loaded.
+OPENED_AND_SETTLED_JS = """() => {
+  if (!document.getElementById('staircase-test-no-motion')) return false;
+  if (document.fonts && document.fonts.status !== 'loaded') return false;
+  if ([...document.querySelectorAll('details')].some(d => !d.open)) return false;
+  if (document.querySelector('.toggle-hidden')) return false;
+  const opaque = el => {
+    for (let e = el; e && e !== document.documentElement; e = e.parentElement) {
+      const style = getComputedStyle(e);
+      if (style.display === 'none' || style.visibility === 'hidden' || parseFloat(style.opacity) < 1) return false;
+    }
+    return true;
+  };
+  const opened = [...document.querySelectorAll('details > :not(summary), .toggle .admonition-title ~ *')];
+  return opened.every(opaque);
+}"""
+
+# Resolves after MathJax has typeset the page and two frames have been painted since.
+SETTLE_JS = """async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  if (document.fonts) { await document.fonts.ready; }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
 
 AXE_RUN_JS = """async ([extra, only]) => {
@@ -431,11 +476,8 @@ IMAGES_JS = """() => [...document.images].map(img => ({
 
 
 DARK_MODE_JS = """() => {
-  // What the theme's colour-mode button does: pydata-sphinx-theme styles html[data-theme="dark"].
-  // No CSS transitions: the scan must see the dark colours, not a blend on the way there.
-  const style = document.createElement('style');
-  style.textContent = '*, *::before, *::after { transition: none !important; animation: none !important; }';
-  document.head.appendChild(style);
+  // What the theme's colour-mode button does: pydata-sphinx-theme styles html[data-theme="dark"]. Transitions
+  // are off (SETTLED_PAGE_INIT_JS), so the computed colours are the dark ones at once.
   const before = getComputedStyle(document.body).backgroundColor;
   document.documentElement.dataset.mode = 'dark';
   document.documentElement.dataset.theme = 'dark';
@@ -444,50 +486,36 @@ DARK_MODE_JS = """() => {
 
 
 @pytest.fixture(scope="module")
-def page_report(browser, html_dir, tmp_path_factory):
-    """report(docname) -> what every in-browser test of that page checks, from one load of the page. Each
-    pytest-xdist worker first loads its share of the pages (every n-th) and writes their reports to a folder of
-    this run that all workers share; a test of a page another worker owns waits for its report (a lock per
-    page), so no page is loaded twice and the workers do not wait on the same page:
+def page_report(browser, html_dir):
+    """report(docname) -> what every in-browser test of that page checks, from one load of the page. The tests
+    of one page form one pytest-xdist group (``PAGES``; ``make test`` runs them with ``--dist loadgroup``), so
+    the worker that runs them loads the page once and no other worker needs it:
 
     - ``state``, ``network``, ``console_errors``: the rendered page (math, figures, widgets, column overflow),
       the requests it tried (all blocked: the book must work offline) and its JavaScript errors; a full-page
       screenshot goes to SCREENSHOTS;
     - ``explorers``: None without a book-mode explorer, else the problems :func:`check_explorers` found
       ("" when every control of every explorer changes its figure);
-    - ``images``, ``light``, ``dark``: the images' alt texts, then, with every dropdown and hidden cell opened,
-      axe-core with every rule in light mode and, switched to dark mode as the theme's button does, its
-      colour-contrast rule again (dark mode changes colours, nothing else).
+    - ``images``, ``light``, ``dark``: the images' alt texts, then, with every dropdown and hidden cell opened
+      and settled (no transitions, fully opaque, fonts and MathJax done), axe-core with every rule in light mode
+      and, switched to dark mode as the theme's button does, its colour-contrast rule again (dark mode changes
+      colours, nothing else).
     """
     from axe_playwright_python.base import AXE_SCRIPT
     from playwright.sync_api import Error as PlaywrightError
 
     cache: dict[str, dict] = {}
-    worker = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1", ... under pytest -n, else None
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if worker else base) / "page-reports"  # the workers' basetemps share a parent
-    shared.mkdir(exist_ok=True)
-    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    share = list(DOCNAMES[int(worker[2:])::count]) if worker else []
 
     def report(docname: str) -> dict:
-        while share:  # this worker's pages first, once
-            cached(share.pop(0))
-        return cached(docname)
-
-    def cached(docname: str) -> dict:
         if docname not in cache:
-            path = shared / f"{docname.replace('/', '--')}.json"
-            with open(path.with_suffix(".lock"), "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be loading this page: wait for it
-                if not path.exists():
-                    path.write_text(json.dumps(load_and_scan(docname)))
-                cache[docname] = json.loads(path.read_text())
+            cache[docname] = load_and_scan(docname)
         return cache[docname]
 
     def load_and_scan(docname: str) -> dict:
-        context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light")
+        context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="light",
+                                      reduced_motion="reduce")
         context.set_default_timeout(120_000)  # a chapter page with its math is slow to load on a busy machine
+        context.add_init_script(SETTLED_PAGE_INIT_JS)
         result: dict = {"network": [], "console_errors": []}
         listening = [True]  # JavaScript errors count until the axe scans (axe's own file:// requests fail)
         # Record and block every request that leaves the machine: the book must render offline.
@@ -512,8 +540,7 @@ def page_report(browser, html_dir, tmp_path_factory):
                 page.wait_for_function(WAIT_RENDERED_JS, timeout=20_000)
             except Exception:  # noqa: BLE001 - test_page_renders_in_browser reports what is missing
                 pass
-            page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-            page.wait_for_timeout(300)
+            page.evaluate(SETTLE_JS)
             result["state"] = page.evaluate(RENDER_STATE_JS)
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{Path(docname).name}.png"), full_page=True)
@@ -528,10 +555,12 @@ def page_report(browser, html_dir, tmp_path_factory):
                     result["explorers"] = str(error)
             listening[0] = False
             page.evaluate(OPEN_EVERYTHING_JS)
+            page.wait_for_function(OPENED_AND_SETTLED_JS, timeout=20_000)
+            page.evaluate(SETTLE_JS)
             page.evaluate(AXE_SCRIPT)
             result["light"] = page.evaluate(AXE_RUN_JS, [list(AXE_EXTRA_RULES), None])
             result["dark_changed"] = page.evaluate(DARK_MODE_JS)
-            page.wait_for_timeout(50)
+            page.evaluate(SETTLE_JS)
             result["dark"] = page.evaluate(AXE_RUN_JS, [[], ["color-contrast"]])
         finally:
             context.close()
@@ -545,7 +574,7 @@ def _allowed(rule: str, node: dict) -> bool:
                for r, pattern, _cause in AXE_ALLOWED)
 
 
-@pytest.mark.parametrize("docname", DOCNAMES)
+@pytest.mark.parametrize("docname", PAGES)
 def test_page_has_no_serious_accessibility_violations(page_report, docname):
     found = []
     scan = page_report(docname)
@@ -564,7 +593,7 @@ def test_page_has_no_serious_accessibility_violations(page_report, docname):
                        + "\n".join(found))
 
 
-@pytest.mark.parametrize("docname", DOCNAMES)
+@pytest.mark.parametrize("docname", PAGES)
 def test_images_have_real_alt_text(page_report, docname):
     bad = []
     for img in page_report(docname)["images"]:
