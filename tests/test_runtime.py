@@ -76,14 +76,15 @@ def test_non_string_device_is_a_type_error():
         resolve_device(0)
 
 
-def test_setup_prints_one_version_line_and_returns_a_device(capsys, no_accelerator):
+def test_setup_prints_two_short_lines_and_returns_a_device(capsys, no_accelerator):
     device = setup(seed=3)
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1, f"setup should print exactly one line, got {out}"
-    line = out[0]
+    assert len(out) == 2, f"setup should print two lines (versions, then device and seed), got {out}"
+    assert all(len(line) <= 80 for line in out), f"a line wider than the book's code column: {out}"
     for part in (f"staircase_lib {staircase_lib.__version__}", f"torch {torch.__version__}",
-                 f"numpy {np.__version__}", "python", "device cpu", "seed 3"):
-        assert part in line, f"version line lacks {part!r}: {line}"
+                 f"numpy {np.__version__}", "python"):
+        assert part in out[0], f"version line lacks {part!r}: {out[0]}"
+    assert out[1] == "device cpu | seed 3", out[1]
     assert isinstance(device, torch.device) and device.type == "cpu"
 
 
