@@ -2,6 +2,7 @@
 #   make book   execute every chapter and build the HTML into _build/html (strict)
 #   make test   library tests, student notebooks under nbval, strict book build, browser test
 #   make student  student notebooks (solutions replaced by stubs) in _build/student
+#   make book-student  the book built from the student notebooks (no solutions) into _build/html-student (strict)
 #   make bench  speed and memory benchmarks -> benchmarks/RESULTS.md (fails if a target is missed)
 #   make autograder  otter-grader autograders (one zip per chapter, for Gradescope) in _build/autograder
 # Both create .venv and install everything on first use; they need only python3 (3.11) and make.
@@ -28,7 +29,7 @@ export OMP_NUM_THREADS := 2
 BOOK_THREADS := $(OMP_NUM_THREADS)
 NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
 
-.PHONY: install vendor book test test-student-notebooks test-book-build bench student autograder clean distclean
+.PHONY: install vendor book book-student test test-student-notebooks test-book-build bench student autograder clean distclean
 
 install: $(STAMP)
 
@@ -90,6 +91,19 @@ bench: $(STAMP)
 
 student: $(STAMP)
 	$(PY) -m staircase_lib.coursework student chapters/[0-9][0-9]_*.ipynb --out _build/student
+
+# The book a class can publish: a copy of the book's sources with the student notebooks as chapters, built as
+# strictly as `book`. The student notebooks run top to bottom (`make test` checks that under nbval): a check
+# of a stub prints "not attempted".
+STUDENT_SRC := _build/student-src
+book-student: student $(VENDOR)
+	rm -rf $(STUDENT_SRC) _build/html-student
+	mkdir -p $(STUDENT_SRC)/chapters
+	cp -r _config.yml _toc.yml intro.md references.bib appendix images _static _vendor $(STUDENT_SRC)/
+	cp _build/student/[0-9][0-9]_*.ipynb $(STUDENT_SRC)/chapters/
+	$(NB_ENV) PYTHONPATH="$(CURDIR)/staircase_lib/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+		$(VENV)/bin/jupyter-book build --all $(STUDENT_SRC) -W -n --keep-going
+	mv $(STUDENT_SRC)/_build/html _build/html-student
 
 clean:
 	rm -rf _build _vendor *.egg-info build .pytest_cache .coverage .hypothesis
