@@ -1,6 +1,6 @@
 # The Context Staircase: build the book and run every check.
 #   make book   execute every chapter and build the HTML into _build/html (strict)
-#   make test   library tests, student notebooks under nbval, strict book build, browser test
+#   make test   ruff, library tests, student notebooks under nbval, strict book build, browser test
 #   make student  student notebooks (solutions replaced by stubs) in _build/student
 #   make bench  speed and memory benchmarks -> benchmarks/RESULTS.md (fails if a target is missed)
 #   make autograder  otter-grader autograders (one zip per chapter, for Gradescope) in _build/autograder
@@ -65,6 +65,7 @@ book: $(STAMP) $(VENDOR)
 
 test: $(STAMP) $(VENDOR) $(OTTER_STAMP)
 	tools/install_chromium.sh
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest tests -m "not book" -n 2 -rs --cov=staircase_lib --cov-report=term --cov-fail-under=90
 	$(MAKE) student
 	$(MAKE) -j2 test-student-notebooks test-book-build

@@ -540,7 +540,8 @@ def render(loops: LoopResult | None, ensemble: EnsembleResult | None, chapters: 
         out += ["", "## 4. Chapters", "",
                 "Each chapter executed once alone and once beside one CPU-bound process (a Python busy loop), in a "
                 "fresh kernel with nbclient and the environment of `make test` (`STAIRCASE_HEADLESS=1`, inline "
-                "figures, `OMP_NUM_THREADS=2`, the offline guard `staircase_lib/offline` on `PYTHONPATH`). Times include "
+                "figures, `OMP_NUM_THREADS=2`, the offline guard `staircase_lib/offline` on `PYTHONPATH`). "
+                "Times include "
                 "the kernel's start; memory is the kernel's peak resident set (`VmHWM`) of the run alone. A failing "
                 "chapter's time is measured up to the failing cell.", "",
                 "| chapter | alone (s) | under load (s) | load / alone | peak memory (MB) | status |",

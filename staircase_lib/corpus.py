@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-from ._checks import check_choice, check_finite_float, check_positive_int
+from ._checks import check_choice, check_finite_float, check_generator, check_positive_int, check_nonnegative_int
 from .metrics import alignment_curve
 from .tasks import Batch
 
@@ -109,8 +109,7 @@ class TinyCorpus:
         if rho >= 1:
             raise ValueError(f"topic_persistence must be in [0, 1) (1 would fix one class forever), got {rho}")
         self.topic_persistence = rho
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_nonnegative_int("seed", seed)
         self.seed = seed
         self.tokenizer = self._build_vocabulary()
         self.slot_words = {s: torch.tensor([i for i, p in enumerate(self.tokenizer.pos) if p == s])
@@ -364,8 +363,7 @@ class _CorpusTask:
     def _windows(self, n: int, generator: torch.Generator | None) -> torch.Tensor:
         """``n`` random windows of ``seq_len + 1`` consecutive tokens: LongTensor[n, seq_len + 1]."""
         check_positive_int("n", n)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        check_generator("generator", generator)
         device = generator.device if generator is not None else torch.device("cpu")
         key = str(device)
         if key not in self._streams:

@@ -31,7 +31,8 @@ def offline_environment() -> dict[str, str]:
 def command(notebooks: list[str]) -> list[str]:
     """The pytest command: nbval in lax mode, the kernel in this environment, the budget plugin."""
     cell_timeout = max(600, int(float(os.environ.get("CHAPTER_TIME_LIMIT", "90"))))
-    return [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={cell_timeout}",
+    return [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+            f"--nbval-cell-timeout={cell_timeout}",
             "-p", "nbval_budget", "-p", "no:cacheprovider", "-o", "addopts=", "-q", *notebooks]
 
 

@@ -2,6 +2,6 @@
 from .addition import AdditionTask
 from .anchor import AnchorTask
 from .base import Batch
-from .staircase import StaircaseTask
+from .staircase import MergedTask, StaircaseTask
 
-__all__ = ["Batch", "StaircaseTask", "AnchorTask", "AdditionTask"]
+__all__ = ["Batch", "StaircaseTask", "MergedTask", "AnchorTask", "AdditionTask"]

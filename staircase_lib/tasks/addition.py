@@ -5,7 +5,7 @@ from typing import Sequence
 
 import torch
 
-from .._checks import check_positive_int
+from .._checks import check_bool, check_generator, check_positive_int, check_nonnegative_int
 from .base import Batch, check_positions
 
 __all__ = ["AdditionTask"]
@@ -25,15 +25,13 @@ class AdditionTask:
                  operand_width: int | None = None, seed: int = 0):
         self.n_numbers = check_positive_int("n_numbers", n_numbers, minimum=2)
         self.seq_len = check_positive_int("n_operands", n_operands, minimum=2)
-        if not isinstance(modular, bool):
-            raise TypeError(f"modular must be True or False, got {modular!r}")
+        check_bool("modular", modular)
         self.modular = modular
         width = n_numbers if operand_width is None else operand_width
         self.operand_width = check_positive_int("operand_width", width, minimum=1)
         if self.operand_width > n_numbers:
             raise ValueError(f"operand_width must be at most n_numbers={n_numbers}, got {width}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_nonnegative_int("seed", seed)
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
 
@@ -61,8 +59,7 @@ class AdditionTask:
     def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
         """Draw ``n`` sequences and their labels on the generator's device."""
         check_positive_int("n", n)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        check_generator("generator", generator)
         gen = self._generator if generator is None else generator
         first = torch.randint(self.n_numbers, (n, 1), generator=gen, device=gen.device)
         others = torch.randint(self.operand_width, (n, self.seq_len - 1), generator=gen, device=gen.device)

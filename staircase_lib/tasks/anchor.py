@@ -5,7 +5,7 @@ from typing import Sequence
 
 import torch
 
-from .._checks import check_positive_int
+from .._checks import check_generator, check_positive_int, check_nonnegative_int
 from .base import Batch, check_positions
 
 __all__ = ["AnchorTask"]
@@ -60,8 +60,7 @@ class AnchorTask:
         if isinstance(memorized, bool) or not isinstance(memorized, (int, float)) or not 0 <= memorized <= 1:
             raise ValueError(f"memorized must be a fraction of the keys in [0, 1], got {memorized!r}")
         self.memorized = float(memorized)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_nonnegative_int("seed", seed)
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
         pair_sums = torch.tensor(self.shifts)[:, None] + torch.tensor(self.shifts)[None, :]
@@ -143,14 +142,14 @@ class AnchorTask:
         keys = self.keys("reasoning")
         if len(keys) == 0:
             raise ValueError("every key is memorized, so the held-out pair has no rule-following example")
-        tokens = torch.stack((keys, torch.full_like(keys, self.held_out[0]), torch.full_like(keys, self.held_out[1])), 1)
+        first, second = self.held_out
+        tokens = torch.stack((keys, torch.full_like(keys, first), torch.full_like(keys, second)), 1)
         return Batch(tokens, self.rule_labels(tokens))
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
         """Draw ``n`` sequences uniformly from the training combinations, on the generator's device."""
         check_positive_int("n", n)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        check_generator("generator", generator)
         gen = self._generator if generator is None else generator
         key = str(gen.device)
         if key not in self._tables:
