@@ -15,7 +15,7 @@ VENDOR := _vendor/vendor/.stamp
 # because an incremental build hides warnings. The kernels run offline (staircase_lib/offline/sitecustomize.py).
 define build-book
 rm -rf _build/html _build/.doctrees
-$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$(CURDIR)/staircase_lib/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$$($(OFFLINE_PYTHONPATH))" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	$(VENV)/bin/jupyter-book build --all . -W -n --keep-going
 endef
 
@@ -27,6 +27,8 @@ export STAIRCASE_HEADLESS := 1
 export OMP_NUM_THREADS := 2
 BOOK_THREADS := $(OMP_NUM_THREADS)
 NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
+# The kernels' network guard first on PYTHONPATH, from the one place that builds the offline environment.
+OFFLINE_PYTHONPATH := $(PY) -c 'from staircase_lib.offline import offline_pythonpath; print(offline_pythonpath())'
 
 .PHONY: install vendor book test test-student-notebooks test-book-build bench student autograder clean distclean
 

@@ -314,11 +314,10 @@ class _RssPoller:
 def kernel_environment() -> dict:
     """The environment ``make test`` gives chapter kernels: headless, inline figures, two BLAS threads, this
     tree's library, and the offline guard (``staircase_lib/offline``) first on ``PYTHONPATH``."""
-    env = dict(os.environ)
-    env["STAIRCASE_HEADLESS"] = "1"
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    from staircase_lib.offline import notebook_environment
+
+    env = notebook_environment({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, extra_paths=(ROOT,))
     env["OMP_NUM_THREADS"] = "2"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "staircase_lib" / "offline"), str(ROOT)])
     for name in ("STAIRCASE_PROGRESS", "STAIRCASE_THREADS"):
         env.pop(name, None)
     return env

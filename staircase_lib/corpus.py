@@ -22,7 +22,7 @@ import torch
 
 from ._checks import check_choice, check_finite_float, check_generator, check_positive_int, check_nonnegative_int
 from .metrics import alignment_curve
-from .tasks import Batch
+from .tasks import Batch, conditional_table, count_table
 
 __all__ = ["CONTENT_POS", "WordTokenizer", "TinyCorpus", "NextTokenWindows", "NextTokenSequences"]
 
@@ -314,8 +314,7 @@ class TinyCorpus:
         if isinstance(lag, bool) or not isinstance(lag, int) or lag < 1:
             raise ValueError(f"lag must be an int >= 1, got {lag!r}")
         V = self.vocab_size
-        counts = torch.bincount(self.tokens[:-lag] * V + self.tokens[lag:], minlength=V * V).double().view(V, V)
-        return counts / counts.sum(1, keepdim=True)
+        return conditional_table(count_table([self.tokens[:-lag], self.tokens[lag:]], [V, V]))
 
     def trigram_residual(self) -> torch.Tensor:
         """Pure order-1 part of next-token prediction (eq. 1.9): ``Delta_{v,w}(y) = P(y | s_{t-1}=v, s_t=w)

@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 import torch
 
 from ._checks import check_finite_float, check_labels, check_positive_int, check_square_matrix, check_tokens
+from .tasks import conditional_table, count_table
 
 __all__ = [
     "label_marginal",
@@ -47,23 +48,8 @@ def _check_positions(name: str, positions: Sequence[int], seq_len: int) -> list[
 def _joint_counts(tokens: torch.Tensor, labels: torch.Tensor | None, positions: list[int], n_tokens: int,
                   n_labels: int) -> torch.Tensor:
     """Counts of (x_B, y): Tensor[V, ..., V, C] (or [V, ..., V] when labels is None), float64."""
-    index = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
-    for p in positions:
-        index = index * n_tokens + tokens[:, p].long()
-    shape = [n_tokens] * len(positions)
-    if labels is not None:
-        index = index * n_labels + labels.long()
-        shape = shape + [n_labels]
-    counts = torch.bincount(index, minlength=math.prod(shape))
-    return counts.to(torch.float64).reshape(shape)
-
-
-def _normalize_last(counts: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
-    counts = counts + smoothing
-    totals = counts.sum(-1, keepdim=True)
-    seen = totals > 0
-    return torch.where(seen, counts / torch.where(seen, totals, torch.ones_like(totals)),
-                       torch.full_like(counts, float("nan")))
+    columns = [tokens[:, p] for p in positions] + ([] if labels is None else [labels])
+    return count_table(columns, [n_tokens] * len(positions) + ([] if labels is None else [n_labels]))
 
 
 def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
@@ -84,7 +70,7 @@ def conditional_label_distribution(tokens: torch.Tensor, labels: torch.Tensor, p
     positions = _check_positions("positions", positions, tokens.shape[1])
     smoothing = check_finite_float("smoothing", smoothing, minimum=0.0)
     counts = _joint_counts(tokens, labels, positions, n_tokens, n_labels)
-    return _normalize_last(counts, smoothing).to(torch.get_default_dtype())
+    return conditional_table(counts, smoothing).to(torch.get_default_dtype())
 
 
 def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, n_tokens: int, n_labels: int,
@@ -162,7 +148,7 @@ def pure_signature(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequen
     def conditional(subset: list[int]) -> torch.Tensor:
         if not subset:
             return pi
-        return _normalize_last(_joint_counts(tokens, labels, subset, n_tokens, n_labels))
+        return conditional_table(_joint_counts(tokens, labels, subset, n_tokens, n_labels))
 
     return mobius_residual(conditional, positions).to(torch.get_default_dtype())
 

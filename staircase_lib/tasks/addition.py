@@ -6,7 +6,7 @@ from typing import Sequence
 import torch
 
 from .._checks import check_bool, check_generator, check_positive_int, check_nonnegative_int
-from .base import Batch, check_positions
+from .base import Batch, check_positions, conditional_table, count_table
 
 __all__ = ["AdditionTask"]
 
@@ -76,12 +76,9 @@ class AdditionTask:
         never occurs. Computed by enumerating every sequence (all are equally likely)."""
         positions = check_positions(positions, self.seq_len)
         tokens = self._all_sequences()
-        shape = [self.vocab_size] * len(positions) + [self.n_labels]
-        counts = torch.zeros(shape, dtype=torch.float64)
-        index = tuple(tokens[:, p] for p in positions) + (self.rule_labels(tokens),)
-        counts.index_put_(index, torch.ones(len(tokens), dtype=torch.float64), accumulate=True)
-        totals = counts.sum(-1, keepdim=True)
-        return (counts / totals).where(totals > 0, torch.tensor(float("nan"), dtype=torch.float64))
+        counts = count_table([tokens[:, p] for p in positions] + [self.rule_labels(tokens)],
+                             [self.vocab_size] * len(positions) + [self.n_labels])
+        return conditional_table(counts)
 
     def label_signature(self, position: int) -> torch.Tensor:
         """Exact order-0 signature ``P(y | x_i = v)``: Tensor[V, C] (NaN rows for numbers never at ``i``)."""

@@ -6,7 +6,7 @@ from typing import Sequence
 import torch
 
 from .._checks import check_generator, check_positive_int, check_nonnegative_int
-from .base import Batch, check_positions
+from .base import Batch, check_positions, conditional_table, count_table
 
 __all__ = ["AnchorTask"]
 
@@ -162,15 +162,9 @@ class AnchorTask:
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)`` of the training distribution: Tensor[V, ..., V, C]; NaN where ``x_B`` never occurs."""
         positions = check_positions(positions, self.seq_len)
-        V, C = self.vocab_size, self.n_labels
-        index = torch.zeros(len(self._labels), dtype=torch.long)
-        for p in positions:
-            index = index * V + self._tokens[:, p]
-        counts = torch.bincount(index * C + self._labels, minlength=V ** len(positions) * C).double()
-        counts = counts.reshape([V] * len(positions) + [C])
-        totals = counts.sum(-1, keepdim=True)
-        out = torch.where(totals > 0, counts / totals.clamp_min(1), torch.full_like(counts, float("nan")))
-        return out.to(torch.get_default_dtype())
+        counts = count_table([self._tokens[:, p] for p in positions] + [self._labels],
+                             [self.vocab_size] * len(positions) + [self.n_labels])
+        return conditional_table(counts).to(torch.get_default_dtype())
 
     def label_signature(self, position: int) -> torch.Tensor:
         """Exact order-0 signature ``P(y | x_i = v)``: Tensor[V, C] (NaN rows: tokens never at ``position``)."""
