@@ -1,6 +1,6 @@
 # The Context Staircase: build the book and run every check.
 #   make book   execute every chapter and build the HTML into _build/html (strict)
-#   make test   library tests, student notebooks under nbval, strict book build, browser test
+#   make test   ruff, library tests, student notebooks under nbval, strict book build, browser test
 #   make student  student notebooks (solutions replaced by stubs) in _build/student
 #   make book-student  the book built from the student notebooks (no solutions) into _build/html-student (strict)
 #   make bench  speed and memory benchmarks -> benchmarks/RESULTS.md (fails if a target is missed)
@@ -16,7 +16,7 @@ VENDOR := _vendor/vendor/.stamp
 # because an incremental build hides warnings. The kernels run offline (staircase_lib/offline/sitecustomize.py).
 define build-book
 rm -rf _build/html _build/.doctrees
-$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$(CURDIR)/staircase_lib/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+$(NB_ENV) OMP_NUM_THREADS=$(BOOK_THREADS) PYTHONPATH="$$($(OFFLINE_PYTHONPATH))" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 	$(VENV)/bin/jupyter-book build --all . -W -n --keep-going
 endef
 
@@ -28,6 +28,8 @@ export STAIRCASE_HEADLESS := 1
 export OMP_NUM_THREADS := 2
 BOOK_THREADS := $(OMP_NUM_THREADS)
 NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
+# The kernels' network guard first on PYTHONPATH, from the one place that builds the offline environment.
+OFFLINE_PYTHONPATH := $(PY) -c 'from staircase_lib.offline import offline_pythonpath; print(offline_pythonpath())'
 
 .PHONY: install vendor book book-student test test-student-notebooks test-book-build bench student autograder clean distclean
 
@@ -66,6 +68,7 @@ book: $(STAMP) $(VENDOR)
 
 test: $(STAMP) $(VENDOR) $(OTTER_STAMP)
 	tools/install_chromium.sh
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest tests -m "not book" -n 2 -rs --cov=staircase_lib --cov-report=term --cov-fail-under=90
 	$(MAKE) student
 	$(MAKE) -j2 test-student-notebooks test-book-build

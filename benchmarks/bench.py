@@ -314,11 +314,10 @@ class _RssPoller:
 def kernel_environment() -> dict:
     """The environment ``make test`` gives chapter kernels: headless, inline figures, two BLAS threads, this
     tree's library, and the offline guard (``staircase_lib/offline``) first on ``PYTHONPATH``."""
-    env = dict(os.environ)
-    env["STAIRCASE_HEADLESS"] = "1"
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    from staircase_lib.offline import notebook_environment
+
+    env = notebook_environment({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, extra_paths=(ROOT,))
     env["OMP_NUM_THREADS"] = "2"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "staircase_lib" / "offline"), str(ROOT)])
     for name in ("STAIRCASE_PROGRESS", "STAIRCASE_THREADS"):
         env.pop(name, None)
     return env
@@ -540,7 +539,8 @@ def render(loops: LoopResult | None, ensemble: EnsembleResult | None, chapters: 
         out += ["", "## 4. Chapters", "",
                 "Each chapter executed once alone and once beside one CPU-bound process (a Python busy loop), in a "
                 "fresh kernel with nbclient and the environment of `make test` (`STAIRCASE_HEADLESS=1`, inline "
-                "figures, `OMP_NUM_THREADS=2`, the offline guard `staircase_lib/offline` on `PYTHONPATH`). Times include "
+                "figures, `OMP_NUM_THREADS=2`, the offline guard `staircase_lib/offline` on `PYTHONPATH`). "
+                "Times include "
                 "the kernel's start; memory is the kernel's peak resident set (`VmHWM`) of the run alone. A failing "
                 "chapter's time is measured up to the failing cell.", "",
                 "| chapter | alone (s) | under load (s) | load / alone | peak memory (MB) | status |",

@@ -8,7 +8,7 @@ is one line on stdout that starts with ``BENCH `` followed by a JSON object (``{
 
 It imports nothing from this repository by path (``sys.path[0]`` is ``benchmarks/``), so the same file drives
 the old engine and the new one; it uses only names both have (``training.train``, ``TrainConfig``,
-``ensemble.train_ensemble``, ``models.EmbMLP``, ``tasks.StaircaseTask``).
+``training.train_ensemble``, ``models.EmbMLP``, ``tasks.StaircaseTask``).
 """
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def sequential(k: int, steps: int, arch: dict) -> dict:
 
 def ensemble(k: int, steps: int, arch: dict) -> dict:
     """One ``train_ensemble`` of the same K members."""
-    from staircase_lib.ensemble import train_ensemble
+    from staircase_lib.training import train_ensemble
 
     task, (models, seeds) = _task(), _members(k, arch)
     start = time.perf_counter()

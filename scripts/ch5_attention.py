@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
                                      records_per_decade=args.records_per_decade, eval_size=args.eval_size,
                                      device=args.device, progress=False)
     start = time.time()
-    runs = sl.training.train_ensemble(members, None, config, tasks=[reversed_task] * n + [forward_task] * n)
+    runs = sl.training.train_ensemble(members, [reversed_task] * n + [forward_task] * n, config)
     out = {"config": {**vars(args), "out": str(args.out), "strengths": list(STRENGTHS), "gamma": 1.0,
                       "device_used": str(sl.runtime.resolve_device(args.device))},
            "levels": reversed_task.loss_levels().tolist(), "step": runs[0].steps.tolist(), "runs": [],

@@ -26,20 +26,6 @@ import staircase_lib as sl
 TASK_STRENGTHS = (0.15, 0.45, 0.35)
 
 
-class MergedTask(sl.tasks.StaircaseTask):
-    """The chapter's P2 task: label ``g_1(x_1)`` alone with probability ``main``, else the usual rules."""
-
-    def __init__(self, main=0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.main = main
-
-    def sample(self, n, generator=None):
-        batch = super().sample(n, generator)
-        use_main = torch.rand(n, generator=generator, device=batch.labels.device) < self.main
-        main_labels = self.attributes(batch.tokens[:, 1])[:, 1]
-        return sl.tasks.Batch(batch.tokens, torch.where(use_main, main_labels, batch.labels))
-
-
 def mlp(gamma=1.0, seed=0, activation="gelu"):
     return sl.models.EmbMLP(64, 3, 4, d_embed=16, d_hidden=128, activation=activation, gamma=gamma,
                             seed=seed)
@@ -77,12 +63,13 @@ def merged(seeds, steps):
     """P2: pair-rule time with main effect 0 vs 0.2 (same seeds): speed-up t(0) / t(0.2)."""
     out = {}
     for main in (0.0, 0.2):
-        task = MergedTask(main=main, strengths=TASK_STRENGTHS)
-        runs = sl.ensemble.train_ensemble([mlp(seed=s) for s in seeds], task, config(steps),
+        task = sl.tasks.MergedTask(main=main, strengths=TASK_STRENGTHS)
+        runs = sl.training.train_ensemble([mlp(seed=s) for s in seeds], task, config(steps),
                                           probes={"pair": pair_probe(task)})
         out[main] = [pair_rule_time(r) for r in runs]
         print(f"P2 main {main}: final pair accuracy", [round(float(r.probes["pair"]["accuracy"][-1]), 3) for r in runs])
-    untrained = sl.ensemble.train_ensemble([mlp(seed=s) for s in seeds], MergedTask(0.2, strengths=TASK_STRENGTHS),
+    untrained = sl.training.train_ensemble([mlp(seed=s) for s in seeds],
+                                           sl.tasks.MergedTask(0.2, strengths=TASK_STRENGTHS),
                                            config(steps, lr=1e-9), probes={"pair": pair_probe(task)})
     print("P2 untrained (lr 1e-9) pair-rule times:", [pair_rule_time(r) for r in untrained])
     print("P2 pair-rule time at main 0:", out[0.0], "at main 0.2:", out[0.2])
@@ -98,7 +85,7 @@ def optimizers(seeds, steps_adam, steps_sgd, sgd_lr, gammas=(0.75, 1.5)):
     for name, opt, lr, steps in arms:
         members = [mlp(gamma=g, seed=s) for g in gammas for s in seeds]
         start = time.time()
-        runs = sl.ensemble.train_ensemble(members, task, config(steps, lr=lr, optimizer=opt))
+        runs = sl.training.train_ensemble(members, task, config(steps, lr=lr, optimizer=opt))
         t1 = [pair_time(r, kernels)[1] for r in runs]
         low, high = t1[: len(seeds)], t1[len(seeds):]
         print(f"P3 {name}: t1 at gamma {gammas[0]}: {low}, at {gammas[1]}: {high} "

@@ -5,18 +5,16 @@ Layers, each importing only from its own or a lower one (``tests/test_layers.py`
 -> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets`` -> ``exercises``/``coursework``/``session``.
 """
 from ._version import __version__
-from . import (a11y, cache, claims, corpus, ensemble, exercises, metrics, models, plotting, projects,  # noqa: E402
+from . import (cache, claims, corpus, exercises, metrics, models, plotting, projects,  # noqa: E402
                results, signatures, tasks, theory, training, widgets)
 from .runtime import resolve_device  # noqa: E402
 from .session import setup  # noqa: E402
 
 __all__ = [
     "__version__",
-    "a11y",
     "cache",
     "claims",
     "corpus",
-    "ensemble",
     "exercises",
     "metrics",
     "models",
@@ -31,3 +29,12 @@ __all__ = [
     "training",
     "widgets",
 ]
+
+
+def __getattr__(name: str):
+    """``sl.ensemble``, the deprecated home of ``train_ensemble``, loads on first use (the book never uses it)."""
+    if name == "ensemble":
+        from . import ensemble
+
+        return ensemble
+    raise AttributeError(f"module 'staircase_lib' has no attribute {name!r}")

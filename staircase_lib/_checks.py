@@ -13,6 +13,9 @@ __all__ = [
     "check_tokens",
     "check_labels",
     "check_square_matrix",
+    "check_nonnegative_int",
+    "check_bool",
+    "check_generator",
 ]
 
 
@@ -87,3 +90,24 @@ def check_square_matrix(name: str, matrix: Any, size: int | None = None) -> torc
     if not torch.isfinite(matrix).all():
         raise ValueError(f"{name} contains NaN or infinite entries")
     return matrix
+
+
+def check_nonnegative_int(name: str, value: Any) -> int:
+    """Return ``value`` if it is a non-negative int (a random seed, a count of digits)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is True or False (not 0/1, not a string)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_generator(name: str, value: Any) -> torch.Generator | None:
+    """Return ``value`` if it is a ``torch.Generator`` or None."""
+    if value is not None and not isinstance(value, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator or None, got {type(value).__name__}")
+    return value

@@ -20,9 +20,9 @@ from typing import Sequence
 
 import torch
 
-from ._checks import check_choice, check_finite_float, check_positive_int
+from ._checks import check_choice, check_finite_float, check_generator, check_positive_int, check_nonnegative_int
 from .metrics import alignment_curve
-from .tasks import Batch
+from .tasks import Batch, conditional_table, count_table
 
 __all__ = ["CONTENT_POS", "WordTokenizer", "TinyCorpus", "NextTokenWindows", "NextTokenSequences"]
 
@@ -109,8 +109,7 @@ class TinyCorpus:
         if rho >= 1:
             raise ValueError(f"topic_persistence must be in [0, 1) (1 would fix one class forever), got {rho}")
         self.topic_persistence = rho
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_nonnegative_int("seed", seed)
         self.seed = seed
         self.tokenizer = self._build_vocabulary()
         self.slot_words = {s: torch.tensor([i for i, p in enumerate(self.tokenizer.pos) if p == s])
@@ -315,8 +314,7 @@ class TinyCorpus:
         if isinstance(lag, bool) or not isinstance(lag, int) or lag < 1:
             raise ValueError(f"lag must be an int >= 1, got {lag!r}")
         V = self.vocab_size
-        counts = torch.bincount(self.tokens[:-lag] * V + self.tokens[lag:], minlength=V * V).double().view(V, V)
-        return counts / counts.sum(1, keepdim=True)
+        return conditional_table(count_table([self.tokens[:-lag], self.tokens[lag:]], [V, V]))
 
     def trigram_residual(self) -> torch.Tensor:
         """Pure order-1 part of next-token prediction (eq. 1.9): ``Delta_{v,w}(y) = P(y | s_{t-1}=v, s_t=w)
@@ -364,8 +362,7 @@ class _CorpusTask:
     def _windows(self, n: int, generator: torch.Generator | None) -> torch.Tensor:
         """``n`` random windows of ``seq_len + 1`` consecutive tokens: LongTensor[n, seq_len + 1]."""
         check_positive_int("n", n)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        check_generator("generator", generator)
         device = generator.device if generator is not None else torch.device("cpu")
         key = str(device)
         if key not in self._streams:

@@ -1,12 +1,14 @@
-"""Alignment between embeddings and signature kernels, and stair detection (CKA: Chapter 1; its chance level: Appendix A)."""
+"""Alignment between embeddings and signature kernels, stair and crossing times, and the other measurements
+of a run (CKA: Chapter 1; its chance level: Appendix A)."""
 from __future__ import annotations
 
 import torch
 
-from ._checks import check_finite_float, check_positive_int, check_square_matrix
+from ._checks import check_bool, check_finite_float, check_positive_int, check_square_matrix
 
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "smooth", "stair_time",
-           "stair_times", "attention_entropy", "crossing_time", "rank_correlation", "principal_components",
+           "stair_times", "attention_entropy", "crossing_time", "half_fall_time", "cosine", "rank_correlation",
+           "principal_components",
            "angular_coverage"]
 
 
@@ -163,10 +165,10 @@ def attention_entropy(attention: torch.Tensor, causal: bool = False) -> torch.Te
                         + (f" of dtype {attention.dtype}" if isinstance(attention, torch.Tensor) else ""))
     if attention.dim() < 2 or attention.shape[-1] != attention.shape[-2]:
         raise ValueError(f"attention must have shape [..., L, L], got {tuple(attention.shape)}")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
+    check_bool("causal", causal)
     a = _as_float(attention)
-    if not torch.isfinite(a).all() or (a < 0).any() or not torch.allclose(a.sum(-1), torch.ones((), dtype=a.dtype), atol=1e-3):
+    rows_sum_to_one = torch.allclose(a.sum(-1), torch.ones((), dtype=a.dtype), atol=1e-3)
+    if not torch.isfinite(a).all() or (a < 0).any() or not rows_sum_to_one:
         raise ValueError("attention rows must be finite, non-negative and sum to 1")
     length = a.shape[-1]
     visible = torch.arange(1, length + 1, dtype=a.dtype) if causal else torch.full((length,), float(length))
@@ -175,21 +177,56 @@ def attention_entropy(attention: torch.Tensor, causal: bool = False) -> torch.Te
     return normalized.clamp(0.0, 1.0).to(attention.dtype)
 
 
-def crossing_time(steps: torch.Tensor, curve: torch.Tensor, level: float, below: bool = True) -> int | None:
-    """First step at which ``curve`` is at or below ``level`` (at or above it if ``below=False``), else None.
+def crossing_time(steps: torch.Tensor, curve: torch.Tensor, level: float, below: bool = True,
+                  strict: bool = False, interpolate: bool = False) -> int | float | None:
+    """First step at which ``curve`` Tensor[T] reaches ``level``, else None: the one first-crossing time of the
+    library (stair times, half-rise and half-fall times, entropy drops all call it).
 
-    For a loss curve and a level halfway between two plateau losses, this is the time of the stair
-    between them, read off the loss alone (useful when the embedding is frozen and cannot align).
+    ``below=True`` looks for ``curve <= level`` (a falling loss), ``below=False`` for ``curve >= level`` (a
+    rising alignment); ``strict=True`` asks for ``<`` / ``>``. ``steps`` Tensor[T] gives the time of each
+    record (the step as an ``int`` for integer steps, the time as a ``float`` otherwise). With
+    ``interpolate=True`` the time is linearly interpolated between the record before the crossing and the first
+    one past it (a ``float``; a curve already past the level at its first record gives ``steps[0]``).
+    For a loss curve and a level halfway between two plateau losses, this is the time of the stair between
+    them, read off the loss alone.
     """
     if not isinstance(steps, torch.Tensor) or not isinstance(curve, torch.Tensor):
         raise TypeError("steps and curve must be tensors of shape [T]")
     if steps.dim() != 1 or curve.shape != steps.shape or len(steps) == 0:
         raise ValueError(f"steps and curve must be 1-D of equal length, got {tuple(steps.shape)}, {tuple(curve.shape)}")
     level = check_finite_float("level", float(level) if isinstance(level, torch.Tensor) else level)
-    if not isinstance(below, bool):
-        raise TypeError(f"below must be True or False, got {below!r}")
-    hits = torch.nonzero(curve <= level if below else curve >= level)
-    return int(steps[int(hits[0])]) if len(hits) else None
+    for name, flag in (("below", below), ("strict", strict), ("interpolate", interpolate)):
+        check_bool(name, flag)
+    values = curve.detach().double()
+    if below:
+        hits = torch.nonzero(values < level if strict else values <= level)
+    else:
+        hits = torch.nonzero(values > level if strict else values >= level)
+    if not len(hits):
+        return None
+    i = int(hits[0])
+    if interpolate:
+        if i == 0:
+            return float(steps[0])
+        lo, hi = float(values[i - 1]), float(values[i])
+        w = (level - lo) / (hi - lo)
+        return float(steps[i - 1]) + w * float(steps[i] - steps[i - 1])
+    return steps[i].item()
+
+
+def half_fall_time(steps: torch.Tensor, loss: torch.Tensor) -> int | None:
+    """First step at which ``loss`` Tensor[T] has fallen halfway from its start to its minimum (None if it never
+    falls: a flat curve is censored)."""
+    start, low = float(loss[0]), float(loss.min())
+    if start - low <= 1e-9:
+        return None
+    return crossing_time(steps, loss, (start + low) / 2)
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Cosine between two tensors of any (equal) size, flattened, in double precision."""
+    a, b = torch.as_tensor(a).double().flatten(), torch.as_tensor(b).double().flatten()
+    return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-300))
 
 
 def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -1,7 +1,6 @@
 """The course's figures in one house style (opaque backgrounds, so they read in dark mode too)."""
 from __future__ import annotations
 
-import re
 from typing import Mapping, Sequence
 
 import matplotlib as mpl
@@ -9,11 +8,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from .a11y import label_animation
+from ._checks import check_nonnegative_int
 
 __all__ = ["ORDER_COLORS", "ORDER_LINESTYLES", "ORDER_MARKERS", "ORDER_STYLES", "order_style", "use_course_style",
-           "signature_heatmap", "kernel_heatmap", "staircase_plot", "alignment_plot", "attention_heatmap",
-           "gram_animation"]
+           "signature_heatmap", "kernel_heatmap", "staircase_plot", "alignment_plot", "attention_heatmap"]
 
 ORDER_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 """Colour of order 0, 1, 2, ... in every figure: the Okabe-Ito palette, which readers with any common
@@ -34,8 +32,7 @@ ORDER_STYLES = tuple({"color": c, "linestyle": ls, "marker": m}
 def order_style(order: int, markers: bool = True, markevery: float = 0.1) -> dict:
     """``ax.plot`` keywords for order ``order``: colour, line style and (when ``markers``) a marker about
     every ``markevery`` of the line's length on screen (so log axes get evenly spaced markers too)."""
-    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
-        raise ValueError(f"order must be a non-negative int, got {order!r}")
+    check_nonnegative_int("order", order)
     style = dict(ORDER_STYLES[order % len(ORDER_STYLES)])
     if markers:
         style.update(markevery=markevery, markersize=5)
@@ -87,7 +84,8 @@ def signature_heatmap(matrix: torch.Tensor, ax: plt.Axes | None = None, title: s
     return ax
 
 
-def kernel_heatmap(kernel: torch.Tensor, ax: plt.Axes | None = None, title: str = "", colorbar: bool = True) -> plt.Axes:
+def kernel_heatmap(kernel: torch.Tensor, ax: plt.Axes | None = None, title: str = "",
+                   colorbar: bool = True) -> plt.Axes:
     """Heatmap of a token kernel (tokens x tokens), symmetric colour scale around 0."""
     ax = _axes(ax, (3.6, 3.2))
     data = kernel.detach().cpu().double()
@@ -105,7 +103,8 @@ def attention_heatmap(attention: torch.Tensor, ax: plt.Axes | None = None, title
     """Heatmap of one attention map Tensor[L, L] (rows: query positions, columns: key positions) on a fixed
     [0, 1] scale, with the weights written in the cells when ``annotate`` (and L <= 8)."""
     if not isinstance(attention, torch.Tensor) or attention.dim() != 2 or attention.shape[0] != attention.shape[1]:
-        raise ValueError(f"attention must be a square tensor [L, L], got {getattr(attention, 'shape', type(attention))}")
+        got = getattr(attention, "shape", type(attention))
+        raise ValueError(f"attention must be a square tensor [L, L], got {got}")
     ax = signature_heatmap(attention, ax=ax, title=title, xlabel="key position j", ylabel="query position i",
                            vmin=0.0, vmax=1.0)
     length = attention.shape[0]
@@ -173,49 +172,7 @@ def alignment_plot(steps_per_run: Sequence[torch.Tensor], curves_per_run: Sequen
     return ax
 
 
-def gram_animation(steps: torch.Tensor, embeddings: torch.Tensor, n_frames: int = 16, title: str = "embedding cosines",
-                   alt: str = "Heatmap of the cosine similarity between every pair of token embeddings, one frame "
-                              "per recorded training step; block structure appears as training goes on") -> str:
-    """A scrubbable animation of the embeddings' cosine matrix: HTML with a JS slider, no kernel needed.
-
-    ``embeddings``: Tensor[T, V, d] snapshots at ``steps`` (LongTensor[T]); frames are spaced evenly in
-    log-step. Returns the HTML of matplotlib's ``to_jshtml``.
-    """
-    from matplotlib import animation
-
-    if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 3 or embeddings.shape[0] != len(steps):
-        raise ValueError(f"embeddings must have shape [T, V, d] with T = len(steps), got {getattr(embeddings, 'shape', None)}")
-    if isinstance(n_frames, bool) or not isinstance(n_frames, int) or n_frames < 1:
-        raise ValueError(f"n_frames must be a positive int, got {n_frames!r}")
-    log_steps = torch.log(steps.double().clamp_min(1))
-    targets = torch.linspace(float(log_steps[0]), float(log_steps[-1]), n_frames, dtype=torch.float64)
-    frames = sorted({int(torch.argmin((log_steps - t).abs())) for t in targets})
-    unit = torch.nn.functional.normalize(embeddings.double(), dim=-1)
-    cosines = unit @ unit.transpose(1, 2)
-    fig, ax = plt.subplots(figsize=(4.4, 3.6), constrained_layout=True)
-    image = ax.imshow(cosines[frames[0]].numpy(), cmap="RdBu_r", vmin=-1, vmax=1)
-    ax.set(xlabel="token v'", ylabel="token v")
-    ax.grid(False)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-
-    def draw(i: int):
-        image.set_data(cosines[frames[i]].numpy())
-        ax.set_title(f"{title}, step {int(steps[frames[i]])}", fontsize=9)
-        return (image,)
-
-    html = animation.FuncAnimation(fig, draw, frames=len(frames), interval=500).to_jshtml(default_mode="once")
-    plt.close(fig)
-    return label_animation(_offline_controls(html), alt=alt, slider_label="Training step shown")
-
-
 _ICONS = {"fa-play fa-flip-horizontal": "&#9664;", "fa-fast-backward": "&#8676;", "fa-fast-forward": "&#8677;",
           "fa-step-backward": "&#9664;&#10073;", "fa-step-forward": "&#10073;&#9654;", "fa-pause": "&#10074;&#10074;",
           "fa-play": "&#9654;", "fa-minus": "&minus;", "fa-plus": "+"}
 
-
-def _offline_controls(html: str) -> str:
-    """Drop the Font Awesome stylesheet that ``to_jshtml`` loads from a CDN; draw the buttons with Unicode."""
-    html = re.sub(r"<link[^>]*font-awesome[^>]*>", "", html)
-    for icon, symbol in _ICONS.items():
-        html = html.replace(f'<i class="fa {icon}"></i>', symbol)
-    return html

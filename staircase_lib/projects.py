@@ -36,6 +36,8 @@ import math
 from dataclasses import dataclass
 from numbers import Real
 
+from ._checks import check_bool
+
 __all__ = ["Expected", "RubricItem", "Project", "PROJECTS", "REPORTED", "report", "checklist", "check_numbers"]
 
 
@@ -261,8 +263,7 @@ def checklist(project_id: str, heading: bool = True) -> str:
     ``heading=False`` starts with a bold "Rubric" line instead of a ``###`` heading with the id and title (for
     a page that already has the project's heading)."""
     project = _project(project_id)
-    if not isinstance(heading, bool):
-        raise TypeError(f"heading must be True or False, got {heading!r}")
+    check_bool("heading", heading)
     first = (f"### {project.id} · {project.title} ({project.points} points)" if heading
              else f"**Rubric of {project.id}** ({project.points} points)")
     lines = [first, "", f"Deliverable: {project.deliverable}", ""]

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ._checks import check_nonnegative_int
+
 __all__ = ["available", "load", "rounded", "save"]
 
 
@@ -41,8 +43,7 @@ def load(name_or_path: str | Path) -> dict:
 def rounded(values: torch.Tensor | np.ndarray | numbers.Real | list | tuple, digits: int = 4) -> float | list:
     """``values`` (a tensor or array of any shape, a number, or nested lists of them) as nested lists of floats
     rounded to ``digits`` decimals: a JSON-ready copy, e.g. ``rounded(run.loss, 5)`` for a ``Tensor[T]``."""
-    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
-        raise ValueError(f"digits must be a non-negative int, got {digits!r}")
+    check_nonnegative_int("digits", digits)
 
     def cut(value):
         if isinstance(value, (torch.Tensor, np.ndarray)):

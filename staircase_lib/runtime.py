@@ -13,7 +13,10 @@ from typing import Iterator
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "seed_everything", "is_headless", "in_colab", "usable_cpus", "capped_threads", "training_threads"]
+from ._checks import check_nonnegative_int
+
+__all__ = ["resolve_device", "seed_everything", "is_headless", "in_colab", "usable_cpus", "capped_threads",
+           "training_threads"]
 
 _DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
 
@@ -108,8 +111,7 @@ def training_threads() -> int:
 
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and PyTorch (all devices)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_nonnegative_int("seed", seed)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

@@ -11,17 +11,14 @@ from typing import Callable, Sequence
 import torch
 
 from ._checks import check_finite_float, check_labels, check_positive_int, check_square_matrix, check_tokens
+from .tasks import conditional_table, count_table
 
 __all__ = [
     "label_marginal",
     "conditional_label_distribution",
     "label_signature",
-    "pooled_label_signature",
     "signature_drive",
     "exact_signature_drives",
-    "context_distribution",
-    "cooccurrence",
-    "pair_signature",
     "mobius_residual",
     "pure_signature",
     "signature_kernel",
@@ -51,21 +48,8 @@ def _check_positions(name: str, positions: Sequence[int], seq_len: int) -> list[
 def _joint_counts(tokens: torch.Tensor, labels: torch.Tensor | None, positions: list[int], n_tokens: int,
                   n_labels: int) -> torch.Tensor:
     """Counts of (x_B, y): Tensor[V, ..., V, C] (or [V, ..., V] when labels is None), float64."""
-    index = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
-    for p in positions:
-        index = index * n_tokens + tokens[:, p].long()
-    shape = [n_tokens] * len(positions)
-    if labels is not None:
-        index = index * n_labels + labels.long()
-        shape = shape + [n_labels]
-    counts = torch.bincount(index, minlength=math.prod(shape))
-    return counts.to(torch.float64).reshape(shape)
-
-
-def _normalize_last(counts: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
-    counts = counts + smoothing
-    totals = counts.sum(-1, keepdim=True)
-    return torch.where(totals > 0, counts / torch.where(totals > 0, totals, torch.ones_like(totals)), torch.full_like(counts, float("nan")))
+    columns = [tokens[:, p] for p in positions] + ([] if labels is None else [labels])
+    return count_table(columns, [n_tokens] * len(positions) + ([] if labels is None else [n_labels]))
 
 
 def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
@@ -86,7 +70,7 @@ def conditional_label_distribution(tokens: torch.Tensor, labels: torch.Tensor, p
     positions = _check_positions("positions", positions, tokens.shape[1])
     smoothing = check_finite_float("smoothing", smoothing, minimum=0.0)
     counts = _joint_counts(tokens, labels, positions, n_tokens, n_labels)
-    return _normalize_last(counts, smoothing).to(torch.get_default_dtype())
+    return conditional_table(counts, smoothing).to(torch.get_default_dtype())
 
 
 def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, n_tokens: int, n_labels: int,
@@ -100,13 +84,6 @@ def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, n
     return conditional_label_distribution(tokens, labels, [position], n_tokens, n_labels, smoothing)
 
 
-def pooled_label_signature(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n_labels: int) -> torch.Tensor:
-    """Pooled signature ``bar psi_v(y)`` (eq. 1.2), each occurrence counted once: Tensor[V, C]."""
-    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
-    counts = sum(_joint_counts(tokens, labels, [p], n_tokens, n_labels) for p in range(tokens.shape[1]))
-    return _normalize_last(counts).to(torch.get_default_dtype())
-
-
 def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n_labels: int,
                     position: int | None = None, reference: torch.Tensor | None = None) -> torch.Tensor:
     """Signature drive ``S^(i) = E[1[x_i = v] (delta_y - q)]`` (eq. 1.3): Tensor[V, C].
@@ -116,7 +93,8 @@ def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n
     tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
     positions = range(tokens.shape[1]) if position is None else _check_positions("position", position, tokens.shape[1])
     if reference is not None and not isinstance(reference, torch.Tensor):
-        raise TypeError(f"reference must be a torch.Tensor of shape [{n_labels}] or None, got {type(reference).__name__}")
+        raise TypeError(f"reference must be a torch.Tensor of shape [{n_labels}] or None, "
+                        f"got {type(reference).__name__}")
     q = label_marginal(labels, n_labels).double() if reference is None else reference.double()
     if q.shape != (n_labels,):
         raise ValueError(f"reference must have shape [{n_labels}], got {tuple(q.shape)}")
@@ -137,34 +115,6 @@ def exact_signature_drives(task, reference: torch.Tensor | None = None) -> torch
     q = task.label_marginal() if reference is None else reference
     psi = torch.stack([task.label_signature(i) for i in range(task.seq_len)])
     return (psi - q.to(psi.dtype)) / task.vocab_size
-
-
-def context_distribution(tokens: torch.Tensor, position: int, context_position: int, n_tokens: int) -> torch.Tensor:
-    """Context distribution ``kappa_v(w) = P(x_j = w | x_i = v)`` (eq. 1.4): Tensor[V, V], NaN rows if unseen."""
-    n_tokens = check_positive_int("n_tokens", n_tokens)
-    tokens = check_tokens("tokens", tokens, n_tokens)
-    i, j = _check_positions("(position, context_position)", [position, context_position], tokens.shape[1])
-    counts = _joint_counts(tokens, None, [i, j], n_tokens, 1)
-    return _normalize_last(counts).to(torch.get_default_dtype())
-
-
-def cooccurrence(tokens: torch.Tensor, n_tokens: int) -> torch.Tensor:
-    """Co-occurrence second moment ``M_vw = E[c_v(x) c_w(x)]`` (eq. 1.4): Tensor[V, V]."""
-    n_tokens = check_positive_int("n_tokens", n_tokens)
-    tokens = check_tokens("tokens", tokens, n_tokens)
-    counts = torch.nn.functional.one_hot(tokens.long(), n_tokens).sum(1).double()
-    return (counts.T @ counts / tokens.shape[0]).to(torch.get_default_dtype())
-
-
-def pair_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, context_position: int,
-                   n_tokens: int, n_labels: int) -> torch.Tensor:
-    """Joint pair signature ``psi^(i;j)_v(w, y) = P(x_j = w, y | x_i = v)`` (eq. 1.5): Tensor[V, V, C]."""
-    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
-    i, j = _check_positions("(position, context_position)", [position, context_position], tokens.shape[1])
-    counts = _joint_counts(tokens, labels, [i, j], n_tokens, n_labels)
-    totals = counts.sum(dim=(1, 2), keepdim=True)
-    joint = torch.where(totals > 0, counts / torch.where(totals > 0, totals, torch.ones_like(totals)), torch.full_like(counts, float("nan")))
-    return joint.to(torch.get_default_dtype())
 
 
 def mobius_residual(conditional: Callable[[list[int]], torch.Tensor], positions: Sequence[int]) -> torch.Tensor:
@@ -198,7 +148,7 @@ def pure_signature(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequen
     def conditional(subset: list[int]) -> torch.Tensor:
         if not subset:
             return pi
-        return _normalize_last(_joint_counts(tokens, labels, subset, n_tokens, n_labels))
+        return conditional_table(_joint_counts(tokens, labels, subset, n_tokens, n_labels))
 
     return mobius_residual(conditional, positions).to(torch.get_default_dtype())
 
@@ -265,6 +215,7 @@ def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = 
     if norm is not None:
         total = embedding.norm()
         if total == 0:
-            raise ValueError("kernel has no positive eigenvalue, so its spectral embedding is zero and cannot be rescaled")
+            raise ValueError("kernel has no positive eigenvalue, so its spectral embedding is zero and cannot be "
+                             "rescaled")
         embedding = embedding * (norm / total)
     return embedding.to(torch.get_default_dtype())

@@ -212,7 +212,8 @@ def pick_frames(steps: Sequence, n: int, log: bool = True) -> list:
         positions = [math.log(max(float(s), 0.0) + offset) for s in steps]
     else:
         positions = [float(s) for s in steps]
-    targets = [positions[0] + (positions[-1] - positions[0]) * i / (n - 1) for i in range(n)] if n > 1 else [positions[0]]
+    span = positions[-1] - positions[0]
+    targets = [positions[0] + span * i / (n - 1) for i in range(n)] if n > 1 else [positions[0]]
     chosen: list[int] = []
     for target in targets:  # the nearest recorded step not taken yet, so exactly n frames come back
         order = sorted(range(len(steps)), key=lambda j: abs(positions[j] - target))
@@ -499,7 +500,8 @@ def live_view(function: Callable[..., Any], controls: Mapping[str, Any], trains:
 
     ``trains=True`` (or ``manual=True``) puts a button under the controls and runs the function only when
     it is pressed (and once at the start, at the default setting: make that cheap, for example by reusing a
-    run the chapter already trained); every slider also updates only on release. While the function runs, a status line shows
+    run the chapter already trained); every slider also updates only on release. While the function runs, a status
+    line shows
     an animated progress bar and the button is disabled; afterwards it says how long the run took. If the
     function has a ``progress`` parameter that is not a control, it receives a callable
     ``progress(fraction)`` that fills a determinate progress bar.
@@ -600,7 +602,8 @@ def explore(function: Callable[..., Any], static: bool | None = None, *, grid: M
         kwargs = {name: default_value(control, signature.parameters[name].default)
                   for name, control in controls.items()}
         setting = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-        print(f"Static view at the default setting ({setting}). Run the notebook in Jupyter or Colab to use the controls.")
+        print(f"Static view at the default setting ({setting}). "
+              "Run the notebook in Jupyter or Colab to use the controls.")
         return function(**kwargs)
     from IPython.display import display
 

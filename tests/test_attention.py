@@ -73,7 +73,7 @@ def test_stacked_ensemble_matches_single_runs():
     models = [AttentionModel(64, 3, 4, d_embed=8, gamma=0.75, seed=s) for s in (0, 1)]
     singles = [sl.training.train(AttentionModel(64, 3, 4, d_embed=8, gamma=0.75, seed=s), task,
                                  replace(config, seed=s)) for s in (0, 1)]
-    stacked = sl.ensemble.train_ensemble(models, task, config, seeds=[0, 1])
+    stacked = sl.training.train_ensemble(models, task, config, seeds=[0, 1])
     for one, many in zip(singles, stacked):
         torch.testing.assert_close(many.loss, one.loss, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(many.embeddings, one.embeddings, atol=1e-5, rtol=1e-4)
@@ -86,7 +86,7 @@ def test_stacked_ensemble_keeps_frozen_parameters():
     for m in models:
         m.embedding.requires_grad_(False)
     before = [m.embedding.clone() for m in models]
-    sl.ensemble.train_ensemble(models, StaircaseTask(), sl.training.TrainConfig(steps=5, eval_size=32, progress=False))
+    sl.training.train_ensemble(models, StaircaseTask(), sl.training.TrainConfig(steps=5, eval_size=32, progress=False))
     for m, e in zip(models, before):
         assert torch.equal(m.embedding, e)
 

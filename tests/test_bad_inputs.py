@@ -10,10 +10,10 @@ import math
 import pytest
 import torch
 
-from staircase_lib import cache, metrics, runtime, widgets
+from staircase_lib import metrics, runtime, widgets
 from staircase_lib import signatures as sg
 from staircase_lib.exercises import check_label_signature
-from staircase_lib import ensemble, theory
+from staircase_lib import theory, training
 from staircase_lib.corpus import TinyCorpus
 from staircase_lib.models import AttentionModel, EmbLinear, EmbMLP, TinyGPT
 from staircase_lib.tasks import AdditionTask, AnchorTask, Batch, StaircaseTask
@@ -124,7 +124,7 @@ BAD_INPUTS = [
     ("attention entropy ints", lambda: metrics.attention_entropy(torch.eye(3, dtype=torch.long)), TypeError, r"attention must be a floating-point tensor"),
     ("velocity terms", lambda: theory.predicted_embedding_velocity(AttentionModel(64, 3, 4), TASK, terms=("bias",)), ValueError, r"terms must be a non-empty subset"),
     ("deviation model", lambda: theory.attention_deviation(MODEL, TOKENS), TypeError, r"model must be an AttentionModel"),
-    ("ensemble mixed models", lambda: ensemble.train_ensemble([MODEL, AttentionModel(64, 3, 4)], TASK, TrainConfig(steps=1)), ValueError, r"an ensemble needs one architecture"),
+    ("ensemble mixed models", lambda: training.train_ensemble([MODEL, AttentionModel(64, 3, 4)], TASK, TrainConfig(steps=1)), ValueError, r"an ensemble needs one architecture"),
     ("addition n_numbers one", lambda: AdditionTask(1), ValueError, r"n_numbers must be an int >= 2"),
     ("addition operands one", lambda: AdditionTask(10, n_operands=1), ValueError, r"n_operands must be an int >= 2"),
     ("addition modular string", lambda: AdditionTask(10, modular="yes"), TypeError, r"modular must be True or False"),
@@ -186,12 +186,6 @@ BAD_INPUTS = [
     ("train probes tokens", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": Batch(torch.full((2, 3), 64), torch.zeros(2, dtype=torch.long))}), ValueError, r"probes\['a'\].tokens holds ids"),
     ("train probes seq_len", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": Batch(torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, dtype=torch.long))}), ValueError, r"probes\['a'\].tokens must have shape \[N, 3\]"),
     ("train probes labels", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": Batch(torch.zeros(2, 3, dtype=torch.long), torch.full((2,), 4))}), ValueError, r"probes\['a'\].labels holds ids"),
-    # ----- cache -----
-    ("cache enabled string", lambda: cache.ResultCache(enabled="yes"), TypeError, r"enabled must be True, False or None"),
-    ("cache version empty", lambda: cache.ResultCache(version=""), ValueError, r"version must be a non-empty str"),
-    ("cache fn not callable", lambda: cache.cached(42, {"a": 1}, enabled=False), TypeError, r"fn must be callable"),
-    ("cache fn lambda", lambda: cache.cache_key(cache._fn_name(lambda c: c), {}), TypeError, r"fn must be a named function"),
-    ("cache config object", lambda: cache.cache_key("f", {"a": object()}), TypeError, r"config holds a object"),
     # ----- runtime -----
     ("device name", lambda: runtime.resolve_device("tpu"), ValueError, r"device must be one of"),
     ("device type", lambda: runtime.resolve_device(0), TypeError, r"device must be a str or torch.device"),
@@ -218,14 +212,11 @@ BAD_INPUTS = [
     ("signature_kernel order -1", lambda: sg.signature_kernel(TOKENS, LABELS, -1, 8, 3), ValueError, r"order must be an int"),
     ("pure_signature repeated", lambda: sg.pure_signature(TOKENS, LABELS, [0, 0], 8, 3), ValueError, r"positions must be distinct"),
     ("pure_signature too many", lambda: sg.pure_signature(TOKENS, LABELS, [0, 1, 2, 3], 8, 3), ValueError, r"positions"),
-    ("context same position", lambda: sg.context_distribution(TOKENS, 1, 1, 8), ValueError, r"\(position, context_position\) must be distinct"),
-    ("pair context out of range", lambda: sg.pair_signature(TOKENS, LABELS, 0, 5, 8, 3), ValueError, r"\(position, context_position\)"),
     ("drive reference shape", lambda: sg.signature_drive(TOKENS, LABELS, 8, 3, reference=torch.ones(4) / 4), ValueError, r"reference must have shape \[3\]"),
     ("drive reference list", lambda: sg.signature_drive(TOKENS, LABELS, 8, 3, reference=[1 / 3] * 3), TypeError, r"reference must be a torch.Tensor"),
     ("drive position", lambda: sg.signature_drive(TOKENS, LABELS, 8, 3, position=4), ValueError, r"position must be position"),
     ("marginal labels 2-D", lambda: sg.label_marginal(LABELS[:, None], 3), ValueError, r"labels must have shape"),
     ("marginal labels empty", lambda: sg.label_marginal(LABELS[:0], 3), ValueError, r"labels must have shape \[N\] with N >= 1"),
-    ("cooccurrence ids", lambda: sg.cooccurrence(TOKENS, 4), ValueError, r"tokens holds ids"),
     # ----- metrics -----
     ("cka kernel size", lambda: metrics.cka(X, torch.eye(5)), ValueError, r"kernel must have shape \[6, 6\]"),
     ("cka kernel not square", lambda: metrics.cka(X, torch.ones(6, 5)), ValueError, r"kernel must be a square matrix"),

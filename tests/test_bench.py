@@ -1,7 +1,6 @@
 """benchmarks/bench.py at toy size: every measurement, the old-engine worktree and the report, in seconds."""
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 

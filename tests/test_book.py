@@ -608,8 +608,7 @@ def test_images_have_real_alt_text(page_report, docname):
         f"{docname}.html has {len(bad)} images without a real alt text. A figure's alt text comes from its code "
         "cell's metadata: {\"mystnb\": {\"figure\": {\"caption\": \"...\", \"name\": \"fig-...\"}, "
         "\"image\": {\"alt\": \"what is drawn\"}}} (one figure per cell; for several, glue each one and show it "
-        "with a {glue:figure} directive that has :alt: and :name:). An animation's alt text comes from "
-        "staircase_lib.a11y.label_animation.\n" + "\n".join(bad))
+        "with a {glue:figure} directive that has :alt: and :name:).\n" + "\n".join(bad))
 
 
 def test_accessibility_allow_list_is_used(page_report):

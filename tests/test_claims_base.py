@@ -1,10 +1,11 @@
-"""sl.claims.base: the claims cell's table and the shared cosine."""
+"""sl.claims.base: the claims cell's table; sl.metrics.cosine."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from staircase_lib.claims import Claim, cosine, table
+from staircase_lib.claims import Claim, table
+from staircase_lib.metrics import cosine
 
 
 def test_table_lists_every_claim_with_its_verdict_numbers_and_rule():

@@ -46,7 +46,7 @@ def test_flat_signature_claim_fails_when_both_tasks_have_the_order0_rule(small_t
 def _order0_embeddings(task, scale=1.0, noise=0.05, seed=0):
     """Embeddings that are the order-0 drive plus a little noise (the first plateau, synthetic)."""
     gen = torch.Generator().manual_seed(seed)
-    drive = sl.theory.exact_signature_drives(task)[0].float()
+    drive = sl.signatures.exact_signature_drives(task)[0].float()
     drive = drive / drive.norm() * task.vocab_size**0.5
     return scale * drive @ torch.randn(task.n_labels, 16, generator=gen) + noise * torch.randn(
         task.vocab_size, 16, generator=gen)
@@ -91,7 +91,7 @@ def test_twins_merge_fails_on_random_embeddings():
 
 def test_subspace_share_fails_for_a_random_displacement():
     task = sl.tasks.StaircaseTask(attribute_size=4)
-    drives = sl.theory.exact_signature_drives(task).permute(1, 0, 2).reshape(64, -1)
+    drives = sl.signatures.exact_signature_drives(task).permute(1, 0, 2).reshape(64, -1)
     basis = torch.linalg.svd(drives - drives.mean(0), full_matrices=False).U[:, :3]
     assert ch3.displacement_in_signature_subspace(_order0_embeddings(task), basis)
     random = torch.randn(64, 32, generator=torch.Generator().manual_seed(2))
@@ -133,7 +133,7 @@ def _saxe_run(strength, steps=120, lr=5.0, n=4096, gamma=1.0):
 def test_saxe_bridge_holds_at_small_init_and_fails_at_large_init_or_cut_off():
     times, measured, predicted, levels = _saxe_run(0.15)
     assert ch3.modes_follow_saxe(times, measured, predicted, levels)
-    claim = ch3.modes_follow_saxe(times, torch.stack([measured[:, 0]] * 3, 1)[:8], predicted[:8], levels)
+    claim = ch3.modes_follow_saxe(times[:8], torch.stack([measured[:, 0]] * 3, 1)[:8], predicted[:8], levels)
     assert not claim and claim.numbers["censored"] == 3, claim  # negative control: a cut-off run is censored
     claim = ch3.modes_follow_saxe(*_saxe_run(0.15, gamma=0.5))  # negative control: large initialization
     assert not claim and claim.numbers["worst_rel_error"] > 0.5, claim

@@ -114,7 +114,7 @@ def _recorded_events(result, end=None):
     runs = result["runs"]
     return {"order-0 stair (reversed)": [sl.metrics.stair_times(steps[keep], [T(c)[keep] for c in r["cka"]])[0]
                                          for r in runs if r["task"] == "reversed"],
-            "attention collapse (forward)": [ch5.first_below(steps[keep], T(r["entropy"])[keep])
+            "attention collapse (forward)": [sl.metrics.crossing_time(steps[keep], T(r["entropy"])[keep], 0.5, strict=True)
                                              for r in runs if r["task"] == "forward"]}
 
 
@@ -125,17 +125,12 @@ def test_live_reproduces_recorded_holds_on_the_overlap_and_fails_for_the_other_t
     # null: "live" forward runs that are really reversed runs (their attention stays uniform for 400 steps)
     swapped = dict(recorded)
     steps = T(result["step"])
-    swapped["attention collapse (forward)"] = [ch5.first_below(steps[steps <= 400], T(r["entropy"])[steps <= 400])
+    swapped["attention collapse (forward)"] = [sl.metrics.crossing_time(steps[steps <= 400], T(r["entropy"])[steps <= 400], 0.5,
+                                                                        strict=True)
                                                for r in result["runs"] if r["task"] == "reversed"]
     assert not ch5.live_reproduces_recorded(swapped, recorded)
     later = {name: [3 * t for t in times] for name, times in recorded.items()}
     assert not ch5.live_reproduces_recorded(later, recorded), "events three times later"
-
-
-def test_first_below_finds_the_first_record_under_the_level():
-    steps = T([0, 10, 20, 30])
-    assert ch5.first_below(steps, T([1.0, 0.6, 0.4, 0.1])) == 20
-    assert ch5.first_below(steps, T([1.0, 0.9, 0.8, 0.7])) is None
 
 
 def test_the_recording_script_runs_at_tiny_size(tmp_path):

@@ -69,16 +69,10 @@ def _curves(t_fall, steps=200):
     return s, 1.0 / (1.0 + torch.exp((s - t_fall) / 5.0))
 
 
-def test_half_fall_time_and_censoring():
-    s, loss = _curves(60)
-    assert 50 <= ch6.half_fall_time(s, loss) <= 70
-    assert ch6.half_fall_time(s, torch.ones_like(loss)) is None  # a flat curve never falls: censored
-
-
 def test_reasoning_first_holds_and_fails_on_shuffled_labels():
     assert ch6.reasoning_first([(100, 200), (110, 180), (90, 160)])
     # shuffled labels: the "reasoning" keys become memorized keys, both fall at the same time
-    same = [(ch6.half_fall_time(*_curves(t)), ch6.half_fall_time(*_curves(t))) for t in (80, 100, 120)]
+    same = [(sl.metrics.half_fall_time(*_curves(t)), sl.metrics.half_fall_time(*_curves(t))) for t in (80, 100, 120)]
     assert not ch6.reasoning_first(same)
     assert not ch6.reasoning_first([(100, 200), (None, 180), (90, 160)])  # censored
     assert not ch6.reasoning_first([(100, 200), (200, 180), (90, 160)])  # one seed the other way

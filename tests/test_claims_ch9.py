@@ -72,7 +72,7 @@ def _emb_mlp_times(gamma, steps, lr=2e-2, seeds=(0, 1)):
     config = sl.training.TrainConfig(steps=steps, lr=lr, batch_size=128, record="log", eval_size=256,
                                      device="cpu", progress=False)
     models = [sl.models.EmbMLP(64, 3, 4, d_embed=16, d_hidden=64, gamma=gamma, seed=s) for s in seeds]
-    runs = sl.ensemble.train_ensemble(models, task, config)
+    runs = sl.training.train_ensemble(models, task, config)
     curves = [[sl.metrics.alignment_curve(r.embeddings, K) for K in kernels] for r in runs]
     return runs[0].steps, curves, [sl.metrics.stair_times(runs[0].steps, c) for c in curves]
 

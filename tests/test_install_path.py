@@ -50,7 +50,7 @@ CHAPTER = ROOT / "chapters" / "01_probability_signatures.ipynb"
 COLAB_BASE = ("torch", "numpy", "matplotlib", "ipywidgets", "pip")
 # A declared dependency the base lacks: pure Python and without dependencies of its own.
 MISSING = "tqdm"
-GIT_REQUIREMENT = '"staircase-lib @ git+https://github.com/context-staircase/course"'
+GIT_REQUIREMENT = f'"staircase-lib @ git+{PROJECT["urls"]["Homepage"]}"'  # tools/course_url.py keeps it current
 FIRST_CELLS = 3  # the setup cell and the first two experiment cells
 TIMEOUT = 300  # seconds for any one subprocess
 

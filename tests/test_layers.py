@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "staircase_lib"
 
 # Lowest first. A part of the library is a top-level module or subpackage of staircase_lib.
 LAYERS = [
-    {"_checks", "_version", "runtime", "cache", "a11y", "projects", "offline"},
+    {"_checks", "_version", "runtime", "cache", "projects", "offline"},
     {"tasks", "metrics", "results"},
     {"signatures", "corpus"},
     {"models"},

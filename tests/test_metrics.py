@@ -233,3 +233,28 @@ def test_crossing_time_finds_the_first_step_past_a_level():
     assert crossing_time(steps, loss, 1.0) is None, "never reached"
     assert crossing_time(steps, -loss, -1.31, below=False) == 40
     assert crossing_time(steps, loss, torch.tensor(1.36)) == 20, "a 0-d tensor level works"
+
+
+def test_crossing_time_strict_interpolated_and_float_times():
+    from staircase_lib.metrics import crossing_time
+
+    steps = torch.tensor([0, 10, 20, 30])
+    entropy = torch.tensor([1.0, 0.6, 0.5, 0.1])
+    assert crossing_time(steps, entropy, 0.5) == 20 and crossing_time(steps, entropy, 0.5, strict=True) == 30
+    assert crossing_time(steps, torch.tensor([1.0, 0.9, 0.8, 0.7]), 0.5) is None
+    rising = torch.tensor([0.0, 1.0, 3.0, 4.0])
+    assert crossing_time(steps, rising, 2.0, below=False, interpolate=True) == 15.0, "halfway between 10 and 20"
+    assert crossing_time(steps, rising, -1.0, below=False, interpolate=True) == 0.0, "already past at the start"
+    times = torch.tensor([0.0, 0.5, 1.5, 2.0], dtype=torch.float64)
+    assert crossing_time(times, rising, 2.0, below=False) == 1.5, "float times come back as floats"
+    with pytest.raises(TypeError, match="strict must be True or False"):
+        crossing_time(steps, rising, 2.0, strict=1)
+
+
+def test_half_fall_time_and_censoring():
+    from staircase_lib.metrics import half_fall_time
+
+    steps = torch.arange(0, 201, 10)
+    loss = 1.0 / (1.0 + torch.exp((steps - 60) / 5.0))
+    assert 50 <= half_fall_time(steps, loss) <= 70
+    assert half_fall_time(steps, torch.ones_like(loss)) is None, "a flat curve never falls: censored"

@@ -132,25 +132,6 @@ def test_staircase_plot_minimal_linear_axis():
     assert ax.lines[0].get_color() == plotting.ORDER_COLORS[0]
 
 
-def test_gram_animation_returns_scrubbable_html():
-    steps = torch.tensor([0, 10, 100, 1000])
-    embeddings = torch.randn(4, 6, 3, generator=torch.Generator().manual_seed(0))
-    html = plotting.gram_animation(steps, embeddings, n_frames=3)
-    assert "<script" in html and "data:image/png;base64" in html, "to_jshtml output with embedded frames expected"
-
-
-@pytest.mark.parametrize("embeddings, n_frames", [(torch.zeros(3, 6, 2), 2), (torch.zeros(4, 6), 2), (torch.zeros(4, 6, 2), 0)])
-def test_gram_animation_rejects_bad_input(embeddings, n_frames):
-    with pytest.raises(ValueError, match="embeddings|n_frames"):
-        plotting.gram_animation(torch.tensor([0, 1, 2, 3]), embeddings, n_frames=n_frames)
-
-
-def test_gram_animation_needs_no_network():
-    html = plotting.gram_animation(torch.tensor([0, 10, 100]), torch.randn(3, 5, 2), n_frames=3)
-    assert "http://" not in html and "https://" not in html, "the animation must not load anything from a CDN"
-    assert '<i class="fa' not in html, "button icons are drawn with Unicode, not Font Awesome"
-
-
 def test_attention_heatmap_labels_positions_and_annotates():
     import matplotlib.pyplot as plt
 

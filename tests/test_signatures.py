@@ -79,26 +79,6 @@ def test_smoothing_adds_alpha_to_every_count():
     assert torch.equal(sg.label_signature(tokens, labels, 0, 3, 3, smoothing=0.0).isnan()[2], torch.ones(3, dtype=bool))
 
 
-def test_pooled_signature_is_the_frequency_weighted_mix_of_positional_ones():
-    """Eq. (1.2): bar psi_v = sum_i f^(i)_v / f_v psi^(i)_v."""
-    tokens, labels = random_data(2, 2000, 3, 8, 4, skewed=True)
-    n = tokens.shape[0]
-    freqs = torch.stack([torch.bincount(tokens[:, p], minlength=8).double() / n for p in range(3)])  # [L, V]
-    f = freqs.sum(0)
-    psis = torch.stack([sg.label_signature(tokens, labels, p, 8, 4).double() for p in range(3)])  # [L, V, C]
-    mix = (torch.nan_to_num(psis) * (freqs / f)[:, :, None]).sum(0)
-    pooled = sg.pooled_label_signature(tokens, labels, 8, 4)
-    assert torch.allclose(pooled.double(), mix, atol=1e-6), "pooled signature must follow eq. (1.2)"
-    assert torch.allclose(pooled.sum(1), torch.ones(8)), "pooled rows are distributions"
-
-
-def test_pooled_signature_counts_each_occurrence():
-    tokens = torch.tensor([[0, 0], [0, 1]])
-    labels = torch.tensor([0, 1])
-    pooled = sg.pooled_label_signature(tokens, labels, 2, 2)
-    assert torch.allclose(pooled[0], torch.tensor([2 / 3, 1 / 3])), "token 0 occurs twice with y=0 and once with y=1"
-
-
 @pytest.mark.parametrize("position", [0, 1, 2, None])
 def test_signature_drive_follows_eq_1_3(position):
     tokens, labels = random_data(3, 1500, 3, 6, 3, skewed=True)
@@ -128,55 +108,7 @@ def test_signature_drive_pooled_is_the_sum_of_positional_drives():
 
 
 # ----- context distributions and co-occurrence ----------------------------------------------------------
-def test_context_distribution_rows_sum_to_one_and_match_counts():
-    tokens, _ = random_data(6, 400, 3, 5, 2)
-    tokens[:, 0][tokens[:, 0] == 3] = 1  # token 3 never at position 0
-    kappa = sg.context_distribution(tokens, 0, 2, 5)
-    assert kappa.shape == (5, 5)
-    assert torch.isnan(kappa[3]).all(), "unseen query tokens give NaN rows"
-    seen = ~torch.isnan(kappa[:, 0])
-    assert torch.allclose(kappa[seen].sum(1), torch.ones(int(seen.sum()))), "rows of kappa are distributions"
-    rows = tokens[:, 0] == 1
-    expected = torch.bincount(tokens[rows, 2], minlength=5).double() / int(rows.sum())
-    assert torch.allclose(kappa[1].double(), expected, atol=1e-6), "kappa_v(w) = P(x_j = w | x_i = v)"
-
-
-def test_context_distribution_of_iid_tokens_is_near_uniform(big_sample):
-    _, batch = big_sample
-    kappa = sg.context_distribution(batch.tokens[:200_000], 1, 0, 64)
-    assert (kappa - 1 / 64).abs().max() < 0.02, "i.i.d. uniform tokens have uniform context distributions"
-
-
-def test_cooccurrence_blocks():
-    """M = sum_{i,j} P(x_i = v, x_j = w); the diagonal blocks i = j give diag(f)."""
-    tokens, _ = random_data(7, 600, 3, 6, 2, skewed=True)
-    n = tokens.shape[0]
-    m = sg.cooccurrence(tokens, 6).double()
-    onehot = torch.nn.functional.one_hot(tokens, 6).double()  # [N, L, V]
-    blocks = torch.einsum("niv,njw->ijvw", onehot, onehot) / n
-    assert torch.allclose(m, blocks.sum((0, 1)), atol=1e-6), "M must be the sum of all position blocks"
-    f = onehot.sum((0, 1)) / n
-    diagonal = sum(blocks[i, i] for i in range(3))
-    assert torch.allclose(diagonal, torch.diag(f), atol=1e-9), "the i = j blocks are diag(f)"
-    assert torch.allclose(m, m.T) and m.sum() == pytest.approx(9.0), "M is symmetric with total L**2"
-
-
 # ----- pair signatures ------------------------------------------------------------------------------------
-def test_pair_signature_sums_to_one_over_context_and_label():
-    tokens, labels = random_data(8, 500, 3, 5, 3)
-    tokens[:, 1][tokens[:, 1] == 2] = 0  # token 2 never at position 1
-    joint = sg.pair_signature(tokens, labels, 1, 2, 5, 3)
-    assert joint.shape == (5, 5, 3)
-    assert torch.isnan(joint[2]).all(), "an unseen query token gives a NaN slice"
-    seen = [0, 1, 3, 4]
-    assert torch.allclose(joint[seen].sum((1, 2)), torch.ones(4)), "psi^(i;j)_v sums to 1 over (w, y)"
-    kappa = sg.context_distribution(tokens, 1, 2, 5)
-    assert torch.allclose(joint[seen].sum(2), kappa[seen], atol=1e-6), "summing out y gives kappa"
-    phi = sg.conditional_label_distribution(tokens, labels, [1, 2], 5, 3)
-    factor = kappa[seen][:, :, None] * phi[seen]
-    assert torch.allclose(torch.nan_to_num(factor), joint[seen], atol=1e-6), "eq. (1.5): psi = kappa * phi"
-
-
 def test_counted_conditional_on_nothing_is_the_marginal():
     tokens, labels = random_data(9, 100, 2, 4, 3)
     assert torch.allclose(sg.conditional_label_distribution(tokens, labels, [], 4, 3), sg.label_marginal(labels, 3))
@@ -370,14 +302,8 @@ def test_signatures_are_equivariant_under_relabelling_tokens(shape, perm_seed):
 
     psi, psi_r = (sg.label_signature(t, labels, 0, n_tokens, n_labels) for t in (tokens, renamed))
     assert same(psi_r[perm], psi), "label_signature rows must follow the renaming"
-    pooled, pooled_r = (sg.pooled_label_signature(t, labels, n_tokens, n_labels) for t in (tokens, renamed))
-    assert same(pooled_r[perm], pooled)
     drive, drive_r = (sg.signature_drive(t, labels, n_tokens, n_labels) for t in (tokens, renamed))
     assert same(drive_r[perm], drive)
-    kappa, kappa_r = (sg.context_distribution(t, 0, 1, n_tokens) for t in (tokens, renamed))
-    assert same(kappa_r[perm][:, perm], kappa)
-    m, m_r = (sg.cooccurrence(t, n_tokens) for t in (tokens, renamed))
-    assert same(m_r[perm][:, perm], m)
     delta, delta_r = (sg.pure_signature(t, labels, [1, 0], n_tokens, n_labels) for t in (tokens, renamed))
     assert same(delta_r[perm][:, perm], delta), "pure signatures must follow the renaming on every token axis"
     for order in range(min(2, seq_len)):
@@ -402,7 +328,7 @@ def test_smoothing_never_leaves_nan_and_keeps_rows_normalised(shape, alpha):
 def test_results_use_the_default_dtype():
     tokens, labels = random_data(11, 40, 3, 4, 2)
     for result in (sg.label_signature(tokens, labels, 0, 4, 2), sg.signature_kernel(tokens, labels, 1, 4, 2),
-                   sg.cooccurrence(tokens, 4), sg.pure_signature(tokens, labels, [0, 1], 4, 2)):
+                   sg.pure_signature(tokens, labels, [0, 1], 4, 2)):
         assert result.dtype == torch.get_default_dtype()
     assert math.isfinite(float(sg.signature_kernel(tokens, labels, 2, 4, 2).sum()))
 

@@ -18,20 +18,21 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OFFLINE = ROOT / "staircase_lib" / "offline"  # the guard ships with the library
 
 
 def offline_environment() -> dict[str, str]:
-    """This process's environment with the network guard first on PYTHONPATH, and the budget plugin after."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(OFFLINE), str(ROOT / "tools"), env.get("PYTHONPATH")]))
-    return env
+    """The chapters' kernel environment (``staircase_lib.offline``), with the budget plugin on PYTHONPATH."""
+    from staircase_lib.offline import notebook_environment
+
+    backend = os.environ.get("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    return notebook_environment(extra_paths=(ROOT / "tools",), backend=backend)
 
 
 def command(notebooks: list[str]) -> list[str]:
     """The pytest command: nbval in lax mode, the kernel in this environment, the budget plugin."""
     cell_timeout = max(600, int(float(os.environ.get("CHAPTER_TIME_LIMIT", "90"))))
-    return [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={cell_timeout}",
+    return [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+            f"--nbval-cell-timeout={cell_timeout}",
             "-p", "nbval_budget", "-p", "no:cacheprovider", "-o", "addopts=", "-q", *notebooks]
 
 

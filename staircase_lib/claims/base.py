@@ -8,7 +8,7 @@ import statistics
 
 import torch
 
-__all__ = ["Claim", "glue", "table", "cosine", "fit_line", "reproduces"]
+__all__ = ["Claim", "glue", "table", "fit_line", "reproduces"]
 
 
 @dataclass(frozen=True)
@@ -47,12 +47,6 @@ def table(claims: Mapping[str, Claim] | Sequence[Claim]) -> str:
         numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in claim.numbers.items())
         lines += [f"{name:<{width}}  {str(bool(claim)):<6} {numbers}", f"{'':<{width + 9}}{claim.statement}"]
     return "\n".join(lines)
-
-
-def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Cosine between two tensors of any shape, flattened, in double precision."""
-    a, b = torch.as_tensor(a).double().flatten(), torch.as_tensor(b).double().flatten()
-    return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-300))
 
 
 def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:

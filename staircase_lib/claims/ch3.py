@@ -11,7 +11,8 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .base import Claim, cosine as cosine_between
+from ..metrics import cosine as cosine_between, crossing_time
+from .base import Claim
 
 __all__ = [
     "velocity_matches_autograd",
@@ -87,11 +88,6 @@ def displacement_in_signature_subspace(displacement: torch.Tensor, basis: torch.
                  {"share": share, "threshold": threshold, "random_share": chance})
 
 
-def _first_crossing(times: torch.Tensor, curve: torch.Tensor, level: float) -> float | None:
-    above = (torch.as_tensor(curve) >= level).nonzero()
-    return None if len(above) == 0 else float(times[int(above[0])])
-
-
 def modes_follow_saxe(times: torch.Tensor, measured: torch.Tensor, predicted: torch.Tensor,
                       levels: Sequence[float], rtol: float = 0.15) -> Claim:
     """The Emb-Linear bridge: each singular mode's measured strength (``measured`` Tensor[T, K]) reaches
@@ -103,8 +99,8 @@ def modes_follow_saxe(times: torch.Tensor, measured: torch.Tensor, predicted: to
     started_high = 0
     for k, level in enumerate(levels):
         started_high += int(abs(float(measured[0, k])) >= level / 10)
-        tm = _first_crossing(times, measured[:, k], level / 2)
-        tp = _first_crossing(times, predicted[:, k], level / 2)
+        tm = crossing_time(times, measured[:, k].double(), level / 2, below=False)
+        tp = crossing_time(times, predicted[:, k].double(), level / 2, below=False)
         measured_t.append(tm)
         predicted_t.append(tp)
         errors.append(None if tm is None or tp is None or tp <= 0 else abs(tm - tp) / tp)

@@ -10,11 +10,12 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .base import Claim, cosine as cosine_between, reproduces, table  # table: kept as ch5.table for the chapter
+from ..metrics import cosine as cosine_between, crossing_time
+from .base import Claim, reproduces, table  # table: kept as ch5.table for the chapter
 
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
            "bag_of_tokens_first", "entropy_drops_with_pair_stair", "saturation_trap", "live_reproduces_recorded",
-           "first_below", "table"]
+           "table"]
 
 
 def mean_pooling_at_init(gammas: Sequence[float], deviations: Sequence[float], d_embed: int,
@@ -59,13 +60,6 @@ def label_driven_mean_pool(on_task: torch.Tensor, on_null: torch.Tensor, mean_po
                   "own_over_mean_pool": float(on_null.norm() / mean_pool.norm().clamp_min(1e-300))})
 
 
-def first_below(steps: torch.Tensor, values: torch.Tensor, level: float = 0.5) -> int | None:
-    """The first recorded step (``steps`` LongTensor[T]) at which ``values`` Tensor[T] is below ``level``; None
-    if never (a helper, no claim)."""
-    below = (torch.as_tensor(values) < level).nonzero()
-    return int(steps[below[0]]) if len(below) else None
-
-
 def bag_of_tokens_first(steps: torch.Tensor, entropy: torch.Tensor, pooled_alignment: torch.Tensor,
                         uniform: float = 0.9, min_alignment: float = 0.3) -> Claim:
     """Before attention turns selective (every record up to the first with entropy ``< uniform``), the
@@ -88,7 +82,7 @@ def entropy_drops_with_pair_stair(steps: torch.Tensor, entropy: torch.Tensor, pa
     """Attention stays uniform on the plateau (records from ``start`` to half the order-1 stair time: mean
     entropy ``> plateau_mean``, min ``> plateau_min``) and its entropy first falls below ``level`` within
     ``window`` (relative) of the order-1 stair. A run with no stair or no drop is censored and fails."""
-    drop = first_below(steps, entropy, level)
+    drop = crossing_time(steps, torch.as_tensor(entropy), level, strict=True)
     if pair_stair is None or drop is None:
         return Claim("entropy drop with the order-1 stair (censored)", False, {"drop": drop, "stair": pair_stair})
     plateau = entropy[(steps >= start) & (steps <= pair_stair // 2)]

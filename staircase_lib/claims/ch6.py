@@ -10,9 +10,10 @@ from __future__ import annotations
 from statistics import median
 from typing import Optional, Sequence
 
+from ..metrics import crossing_time
 from .base import Claim
 
-__all__ = ["crossing_times", "half_fall_time", "frozen_speedup", "transplant_no_head_start",
+__all__ = ["crossing_times", "frozen_speedup", "transplant_no_head_start",
            "reasoning_first", "together_at_large_init", "reasoning_keys_ordered",
            "composition_generalizes", "donors_reproduce_recorded"]
 
@@ -21,20 +22,7 @@ Times = Sequence[Optional[int]]
 
 def crossing_times(runs, level: float, below: bool = True) -> list[Optional[int]]:
     """First step at which each run's loss is at or below ``level`` (``None``: censored, never crossed)."""
-    from ..metrics import crossing_time
-
     return [crossing_time(run.steps, run.loss, float(level), below=below) for run in runs]
-
-
-def half_fall_time(steps, loss) -> Optional[int]:
-    """First step at which ``loss`` has fallen halfway from its start to its minimum (None if it never
-    falls: a flat curve is censored)."""
-    from ..metrics import crossing_time
-
-    start, low = float(loss[0]), float(loss.min())
-    if start - low <= 1e-9:
-        return None
-    return crossing_time(steps, loss, (start + low) / 2)
 
 
 def _censored(times: Times) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..offline import offline_pythonpath
+from ..offline import notebook_environment
 
 try:
     import resource
@@ -61,9 +61,9 @@ class Limits:
 def kernel_environment(offline: bool = True) -> dict[str, str]:
     """The kernel's environment: the allowed variables of this one, headless, no cache, the network guard."""
     env = {k: v for k, v in os.environ.items() if k in PASSED_ON or k.startswith(PASSED_ON_PREFIXES)}
-    env.update(STAIRCASE_HEADLESS="1", STAIRCASE_CACHE="0", MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1")
     if offline:
-        env["PYTHONPATH"] = offline_pythonpath(env.get("PYTHONPATH"))
+        env = notebook_environment(env, backend="Agg")
+    env.update(STAIRCASE_HEADLESS="1", MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1")
     return env
 
 

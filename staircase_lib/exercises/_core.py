@@ -35,8 +35,8 @@ class Exercise:
     @property
     def signature(self) -> str:
         """The call the check makes, from its docstring: ``relative_gap(embeddings [T, V, d], v, w) -> Tensor[T]``."""
-        match = re.search(r"``(%s\(.*?)``" % re.escape(self.function), self.check.__doc__ or "")
-        return match.group(1) if match else f"{self.function}(...)"
+        match = re.search(r"``(%s\(.*?)``" % re.escape(self.function), self.check.__doc__ or "", re.DOTALL)
+        return " ".join(match.group(1).split()) if match else f"{self.function}(...)"  # one line, wrapped or not
 
     @property
     def parameters(self) -> tuple[str, ...]:

@@ -67,7 +67,8 @@ def check_pair_residual(pair_residual: Callable) -> None:
     phi = torch.softmax(torch.randn(n_tokens, n_tokens, n_labels, generator=gen), -1)
     psi_i, psi_j = phi.mean(1), phi.mean(0)
     _compare("ex-1.2", pair_residual(phi, psi_i, psi_j, psi_i.mean(0)),
-             _ref_pair_residual(phi, psi_i, psi_j, psi_i.mean(0)), "random joint table (check the signs of the four terms)")
+             _ref_pair_residual(phi, psi_i, psi_j, psi_i.mean(0)),
+             "random joint table (check the signs of the four terms)")
 
 
 def _ref_addition_kernel(n):

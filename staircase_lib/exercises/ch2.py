@@ -32,7 +32,8 @@ def check_mode_strength(mode_strength: Callable) -> None:
     late = torch.tensor([0.0, 10.0, 100.0, 1000.0], dtype=torch.float64)
     got = mode_strength(3.0, 1e-3, late)
     if isinstance(got, torch.Tensor) and not torch.isfinite(got).all():
-        _fail("ex-2.1", f"s = 3, u0 = 1e-3 at t = {late.tolist()} gives {got.tolist()}: e^(2st) overflows for large st. "
+        _fail("ex-2.1", f"s = 3, u0 = 1e-3 at t = {late.tolist()} gives {got.tolist()}: "
+                        "e^(2st) overflows for large st. "
                         "Divide numerator and denominator by e^(2st) so that only e^(-2st) appears")
     _compare("ex-2.1", got, torch.tensor([1e-3, 3.0, 3.0, 3.0], dtype=torch.float64),
              f"s = 3, u0 = 1e-3 at t = {late.tolist()} (the mode must saturate at s)", atol=1e-4)

@@ -5,6 +5,7 @@ from typing import Callable
 
 import torch
 
+from .. import metrics
 from ._core import _compare, _exercise, _fail
 
 __all__ = ["check_predicted_velocity", "check_relative_gap", "check_hidden_bias_velocity"]
@@ -20,7 +21,8 @@ def _random_factors(gen, n_pos=3, n_tokens=6, n_labels=4, d_hidden=5, d_embed=3)
             torch.randn(n_pos, d_hidden, d_embed, generator=gen))
 
 
-@_exercise("ex-3.1", "The embedding velocity, all tokens at once", function="predicted_velocity", difficulty=2, minutes=25)
+@_exercise("ex-3.1", "The embedding velocity, all tokens at once", function="predicted_velocity", difficulty=2,
+           minutes=25)
 def check_predicted_velocity(predicted_velocity: Callable) -> None:
     """Check ``predicted_velocity(drives [L, V, C], readout [C, m], blocks [L, m, d], slope) -> Tensor[V, d]``."""
     gen = torch.Generator().manual_seed(31)
@@ -32,16 +34,18 @@ def check_predicted_velocity(predicted_velocity: Callable) -> None:
     # against autograd on a small-init model
     from ..models import EmbMLP
     from ..tasks import StaircaseTask
-    from ..theory import autograd_embedding_velocity, exact_signature_drives
+    from ..signatures import exact_signature_drives
+    from ..theory import autograd_embedding_velocity
 
     task = StaircaseTask(strengths=(0.3, 0.3, 0.3), attribute_size=2)
     model = EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d_embed=8, d_hidden=16, gamma=1.0, seed=3)
     got = predicted_velocity(exact_signature_drives(task), model.readout.weight.detach(),
                              model.first_layer_blocks().detach(), 0.5)
     measured = autograd_embedding_velocity(model, task).double()
-    cosine = float(torch.nn.functional.cosine_similarity(torch.as_tensor(got).double().flatten(), measured.flatten(), 0))
+    cosine = metrics.cosine(torch.as_tensor(got), measured)
     if cosine < 0.999:
-        _fail("ex-3.1", f"cosine with the autograd velocity of a small-init GELU model is {cosine:.4f}, expected > 0.999 "
+        _fail("ex-3.1", f"cosine with the autograd velocity of a small-init GELU model is {cosine:.4f}, "
+                        "expected > 0.999 "
                         "- check the factor sigma'(0) and which block W_1^(i) multiplies which S^(i)")
 
 
@@ -68,10 +72,11 @@ def _autograd_bias_velocity(model, task) -> torch.Tensor:
 @_exercise("ex-3.4", "The hidden bias, one order further", function="hidden_bias_velocity", difficulty=3,
            minutes=35)
 def check_hidden_bias_velocity(hidden_bias_velocity: Callable) -> None:
-    """Check ``hidden_bias_velocity(drives [L, V, C], embedding [V, d], blocks [L, m, d], readout [C, m], curvature) -> Tensor[m]``."""
+    """Check ``hidden_bias_velocity(drives [L, V, C], embedding [V, d], blocks [L, m, d], readout [C, m],
+    curvature) -> Tensor[m]``."""
     from ..models import EmbMLP
     from ..tasks import StaircaseTask
-    from ..theory import exact_signature_drives
+    from ..signatures import exact_signature_drives
 
     curvature = 2.0 / (2.0 * torch.pi) ** 0.5  # sigma''(0) of GELU
     task = StaircaseTask(strengths=(0.3, 0.3, 0.3), attribute_size=2)
@@ -85,7 +90,7 @@ def check_hidden_bias_velocity(hidden_bias_velocity: Callable) -> None:
         if got.shape != (16,):
             _fail("ex-3.4", f"expected a tensor of shape (16,) (one entry per hidden unit), got {tuple(got.shape)}")
         measured = _autograd_bias_velocity(model, task)
-        cosine = float(torch.nn.functional.cosine_similarity(got.flatten(), measured.flatten(), 0))
+        cosine = metrics.cosine(got, measured)
         ratio = float(got.norm() / measured.norm())
         if cosine < 0.99 or not 0.9 < ratio < 1.1:
             _fail("ex-3.4", f"against the autograd velocity -dR/db_1 of a small-init GELU model (seed {seed}): "

@@ -19,13 +19,15 @@ def check_half_rise_time(half_rise_time: Callable) -> None:
         curve = low + (high - low) * torch.sigmoid((steps.double() - centre) / width)
         got = half_rise_time(steps, curve)
         if got is None or abs(int(got) - centre) > 50:
-            _fail("ex-4.1", f"a sigmoid from {low} to {high} centred at step {centre} should give about {centre}, got {got}"
+            _fail("ex-4.1", f"a sigmoid from {low} to {high} centred at step {centre} should give about {centre}, "
+                            f"got {got}"
                             " - the threshold is halfway between the minimum before the peak and the peak")
     peak = torch.exp(-((steps.double() - 3000) / 400) ** 2)
     bump = torch.where(steps < 3000, 0.3 + 0.5 * peak, 0.8 * peak)  # rises from 0.3 to 0.8, then falls to 0
     got = half_rise_time(steps, bump)
     if got is None or not 2600 <= int(got) <= 2800:
-        _fail("ex-4.1", f"a curve that rises from 0.3 to 0.8 (peak at 3000) and then falls to 0 should give its rise time "
+        _fail("ex-4.1", "a curve that rises from 0.3 to 0.8 (peak at 3000) and then falls to 0 should give its "
+                        "rise time "
                         f"near 2670, got {got} - look for the minimum only before the peak")
     flat = 0.3 + 0.01 * torch.sin(steps.double())
     got = half_rise_time(steps, flat)
@@ -39,7 +41,8 @@ def check_surviving_stairs(surviving_stairs: Callable) -> None:
     expected = {"identity": (0,), "gelu": (0, 1, 2), "tanh": (0, 1, 2), "quadratic": (0, 1)}
     hints = {"identity": "a linear activation has no derivative beyond the first: no interaction term exists",
              "tanh": "tanh has sigma''(0) = 0, but sigma'''(0) = -2 couples pairs and triples together",
-             "quadratic": "a + a^2/2 makes the logits a degree-2 polynomial of the tokens: pairs, but never a pure triple",
+             "quadratic": "a + a^2/2 makes the logits a degree-2 polynomial of the tokens: pairs, but never a "
+                          "pure triple",
              "gelu": "sigma''(0) is not zero"}
     for activation, answer in expected.items():
         got = surviving_stairs(activation)
@@ -63,7 +66,8 @@ def check_plateau_loss(plateau_loss: Callable) -> None:
             _fail("ex-4.3", f"return one number (the loss in nats), got {type(got).__name__}")
         if abs(float(got) - expected) > 1e-6:
             hint = ("with strength 0 the order-0 model predicts the uniform distribution: log(a) nats"
-                    if strength == 0 else "the model predicts P(y | x_0) = lambda_0 delta_{g_0(x_0)} + (1 - lambda_0) / C; "
+                    if strength == 0 else
+                    "the model predicts P(y | x_0) = lambda_0 delta_{g_0(x_0)} + (1 - lambda_0) / C; "
                     "its cross-entropy with the true labels is the entropy of that distribution (natural log)")
             _fail("ex-4.3", f"strength={strength}, attribute_size={size}: got {float(got):.5f}. Hint: {hint}")
 

@@ -25,7 +25,8 @@ def _ref_signature_embedding(kernel, d_embed, norm):
 
 @_exercise("ex-6.1", "Signature-aligned embeddings", function="signature_embedding", difficulty=2, minutes=25)
 def check_signature_embedding(signature_embedding: Callable) -> None:
-    """Check ``signature_embedding(kernel [V, V], d_embed, norm) -> Tensor[V, d_embed]``: spectral embedding, Frobenius norm ``norm``."""
+    """Check ``signature_embedding(kernel [V, V], d_embed, norm) -> Tensor[V, d_embed]``: spectral embedding,
+    Frobenius norm ``norm``."""
     gen = torch.Generator().manual_seed(61)
     factor = torch.randn(7, 3, generator=gen, dtype=torch.float64) * torch.tensor([3.0, 2.0, 1.0], dtype=torch.float64)
     kernel = factor @ factor.T  # rank 3, distinct eigenvalues
@@ -40,7 +41,8 @@ def check_signature_embedding(signature_embedding: Callable) -> None:
     values, vectors = torch.linalg.eigh(kernel)
     smallest = vectors[:, :5] * values[:5].clamp_min(0).sqrt()
     if smallest.norm() > 0 and torch.allclose(_gram(scaled), _gram(smallest * 2.0 / smallest.norm()), atol=1e-4):
-        _fail("ex-6.1", f"{what}: you kept the smallest eigenvalues - torch.linalg.eigh returns them in ascending order")
+        _fail("ex-6.1", f"{what}: you kept the smallest eigenvalues - torch.linalg.eigh returns them in "
+                        "ascending order")
     unscaled = vectors.flip(1)[:, :3]
     if torch.allclose(_gram(scaled), _gram(unscaled * 2.0 / unscaled.norm()), atol=1e-4):
         _fail("ex-6.1", f"{what}: every direction has the same weight - multiply each eigenvector by the square root "
@@ -49,7 +51,8 @@ def check_signature_embedding(signature_embedding: Callable) -> None:
         _fail("ex-6.1", f"{what}: E E^T should equal the kernel (up to the overall scale); it is off by "
                         f"{float((_gram(scaled) - _gram(expected)).abs().max()):.3g}")
     if abs(float(got.double().norm()) - 2.0) > 1e-4:
-        _fail("ex-6.1", f"{what}: the Frobenius norm is {float(got.double().norm()):.4f}, expected 2 - rescale the whole "
+        _fail("ex-6.1", f"{what}: the Frobenius norm is {float(got.double().norm()):.4f}, expected 2 - "
+                        "rescale the whole "
                         "matrix at the end")
     # the point of the exercise: frozen signature-aligned embeddings give an early pair stair
     from ..models import EmbMLP
@@ -59,7 +62,8 @@ def check_signature_embedding(signature_embedding: Callable) -> None:
 
     task = StaircaseTask(strengths=(0.15, 0.25, 0.55))
     embedding = signature_embedding(task.kernel(0) + task.kernel(1), 8, 16.0)
-    model = EmbMLP(64, 3, 4, d_embed=8, d_hidden=64, gamma=1.0, seed=0).load_embeddings(torch.as_tensor(embedding).float(), freeze=True)
+    model = EmbMLP(64, 3, 4, d_embed=8, d_hidden=64, gamma=1.0, seed=0)
+    model.load_embeddings(torch.as_tensor(embedding).float(), freeze=True)
     run = train(model, task, TrainConfig(steps=400, batch_size=256, record_every=25, eval_size=1024, progress=False))
     levels = task.loss_levels()
     t1 = crossing_time(run.steps, run.loss, float(levels[1] + levels[2]) / 2)
@@ -74,7 +78,8 @@ def _ref_top_singular_values(signature, reference, k):
 @_exercise("ex-6.2", "The spectrum of reasoning and memorized keys", function="top_singular_values", difficulty=2,
            minutes=20)
 def check_top_singular_values(top_singular_values: Callable) -> None:
-    """Check ``top_singular_values(signature [n, C], reference [C], k) -> Tensor[k]``: singular values of the centred signature, largest first."""
+    """Check ``top_singular_values(signature [n, C], reference [C], k) -> Tensor[k]``: singular values of the
+    centred signature, largest first."""
     from ..tasks import AnchorTask
 
     gen = torch.Generator().manual_seed(62)

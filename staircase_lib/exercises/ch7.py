@@ -46,7 +46,8 @@ def check_similarity_rank_correlation(similarity_rank_correlation: Callable) -> 
 
     gen = torch.Generator().manual_seed(3)
     for v, d in ((8, 3), (12, 5)):
-        embeddings = torch.randn(v, d, generator=gen, dtype=torch.float64) * torch.rand(v, 1, generator=gen, dtype=torch.float64) * 5
+        scale = torch.rand(v, 1, generator=gen, dtype=torch.float64) * 5
+        embeddings = torch.randn(v, d, generator=gen, dtype=torch.float64) * scale
         basis = torch.randn(v, 4, generator=gen, dtype=torch.float64)
         kernel = basis @ basis.T
         expected = gram_correlation(embeddings, kernel, method="spearman", cosine=True)
@@ -70,7 +71,8 @@ def check_angle_coverage(angle_coverage: Callable) -> None:
 
     n = torch.arange(20, dtype=torch.float64)
     shapes = {"a ring": torch.stack((torch.cos(2 * math.pi * n / 20), torch.sin(2 * math.pi * n / 20)), 1),
-              "an arc of half a circle": torch.stack((torch.cos(math.pi * n / 19), torch.sin(math.pi * n / 19)), 1) + 3.0,
+              "an arc of half a circle": torch.stack((torch.cos(math.pi * n / 19),
+                                                      torch.sin(math.pi * n / 19)), 1) + 3.0,
               "a shuffled ring": torch.stack((torch.cos(2 * math.pi * n / 20), torch.sin(2 * math.pi * n / 20)), 1)[
                   torch.randperm(20, generator=torch.Generator().manual_seed(0))]}
     for what, points in shapes.items():
@@ -80,5 +82,6 @@ def check_angle_coverage(angle_coverage: Callable) -> None:
             _fail("ex-7.3", f"return one number (radians), got {type(got).__name__}")
         if abs(float(got) - expected) > 1e-6:
             hint = ("measure the angles from the centroid of the points, not from the origin"
-                    if "arc" in what else "sort the angles and include the gap that wraps around from the last to the first")
+                    if "arc" in what else
+                    "sort the angles and include the gap that wraps around from the last to the first")
             _fail("ex-7.3", f"{what}: expected {expected:.4f}, got {float(got):.4f}. Hint: {hint}")

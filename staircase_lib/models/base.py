@@ -7,7 +7,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .._checks import check_finite_float, check_positive_int, check_tokens
+from .._checks import check_bool, check_finite_float, check_positive_int, check_nonnegative_int, check_tokens
 
 __all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "TokenModel"]
 
@@ -58,8 +58,7 @@ class TokenModel(nn.Module):
         check_positive_int("n_labels", n_labels)
         check_positive_int("d_embed", d_embed)
         self.gamma = check_finite_float("gamma", gamma)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_nonnegative_int("seed", seed)
         self.vocab_size, self.seq_len, self.n_labels, self.d_embed = vocab_size, seq_len, n_labels, d_embed
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
@@ -95,8 +94,7 @@ class TokenModel(nn.Module):
 
         A frozen embedding keeps ``requires_grad=False``: every training path leaves it bit-identical.
         """
-        if not isinstance(frozen, bool):
-            raise TypeError(f"frozen must be True or False, got {frozen!r}")
+        check_bool("frozen", frozen)
         self.embedding.requires_grad_(not frozen)
         return self
 
@@ -115,8 +113,7 @@ class TokenModel(nn.Module):
                              f"got {tuple(embeddings.shape)}")
         if not embeddings.dtype.is_floating_point or not torch.isfinite(embeddings).all():
             raise ValueError("embeddings must be a finite floating-point tensor")
-        if not isinstance(freeze, bool):
-            raise TypeError(f"freeze must be True or False, got {freeze!r}")
+        check_bool("freeze", freeze)
         with torch.no_grad():
             self.embedding.copy_(embeddings.detach())
         return self.freeze_embeddings(freeze) if freeze else self

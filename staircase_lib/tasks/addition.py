@@ -5,8 +5,8 @@ from typing import Sequence
 
 import torch
 
-from .._checks import check_positive_int
-from .base import Batch, check_positions
+from .._checks import check_bool, check_generator, check_positive_int, check_nonnegative_int
+from .base import Batch, check_positions, conditional_table, count_table
 
 __all__ = ["AdditionTask"]
 
@@ -25,15 +25,13 @@ class AdditionTask:
                  operand_width: int | None = None, seed: int = 0):
         self.n_numbers = check_positive_int("n_numbers", n_numbers, minimum=2)
         self.seq_len = check_positive_int("n_operands", n_operands, minimum=2)
-        if not isinstance(modular, bool):
-            raise TypeError(f"modular must be True or False, got {modular!r}")
+        check_bool("modular", modular)
         self.modular = modular
         width = n_numbers if operand_width is None else operand_width
         self.operand_width = check_positive_int("operand_width", width, minimum=1)
         if self.operand_width > n_numbers:
             raise ValueError(f"operand_width must be at most n_numbers={n_numbers}, got {width}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_nonnegative_int("seed", seed)
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
 
@@ -61,8 +59,7 @@ class AdditionTask:
     def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
         """Draw ``n`` sequences and their labels on the generator's device."""
         check_positive_int("n", n)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        check_generator("generator", generator)
         gen = self._generator if generator is None else generator
         first = torch.randint(self.n_numbers, (n, 1), generator=gen, device=gen.device)
         others = torch.randint(self.operand_width, (n, self.seq_len - 1), generator=gen, device=gen.device)
@@ -79,12 +76,9 @@ class AdditionTask:
         never occurs. Computed by enumerating every sequence (all are equally likely)."""
         positions = check_positions(positions, self.seq_len)
         tokens = self._all_sequences()
-        shape = [self.vocab_size] * len(positions) + [self.n_labels]
-        counts = torch.zeros(shape, dtype=torch.float64)
-        index = tuple(tokens[:, p] for p in positions) + (self.rule_labels(tokens),)
-        counts.index_put_(index, torch.ones(len(tokens), dtype=torch.float64), accumulate=True)
-        totals = counts.sum(-1, keepdim=True)
-        return (counts / totals).where(totals > 0, torch.tensor(float("nan"), dtype=torch.float64))
+        counts = count_table([tokens[:, p] for p in positions] + [self.rule_labels(tokens)],
+                             [self.vocab_size] * len(positions) + [self.n_labels])
+        return conditional_table(counts)
 
     def label_signature(self, position: int) -> torch.Tensor:
         """Exact order-0 signature ``P(y | x_i = v)``: Tensor[V, C] (NaN rows for numbers never at ``i``)."""

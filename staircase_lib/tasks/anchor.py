@@ -5,8 +5,8 @@ from typing import Sequence
 
 import torch
 
-from .._checks import check_positive_int
-from .base import Batch, check_positions
+from .._checks import check_generator, check_positive_int, check_nonnegative_int
+from .base import Batch, check_positions, conditional_table, count_table
 
 __all__ = ["AnchorTask"]
 
@@ -60,8 +60,7 @@ class AnchorTask:
         if isinstance(memorized, bool) or not isinstance(memorized, (int, float)) or not 0 <= memorized <= 1:
             raise ValueError(f"memorized must be a fraction of the keys in [0, 1], got {memorized!r}")
         self.memorized = float(memorized)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_nonnegative_int("seed", seed)
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
         pair_sums = torch.tensor(self.shifts)[:, None] + torch.tensor(self.shifts)[None, :]
@@ -143,14 +142,14 @@ class AnchorTask:
         keys = self.keys("reasoning")
         if len(keys) == 0:
             raise ValueError("every key is memorized, so the held-out pair has no rule-following example")
-        tokens = torch.stack((keys, torch.full_like(keys, self.held_out[0]), torch.full_like(keys, self.held_out[1])), 1)
+        first, second = self.held_out
+        tokens = torch.stack((keys, torch.full_like(keys, first), torch.full_like(keys, second)), 1)
         return Batch(tokens, self.rule_labels(tokens))
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
         """Draw ``n`` sequences uniformly from the training combinations, on the generator's device."""
         check_positive_int("n", n)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        check_generator("generator", generator)
         gen = self._generator if generator is None else generator
         key = str(gen.device)
         if key not in self._tables:
@@ -163,15 +162,9 @@ class AnchorTask:
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)`` of the training distribution: Tensor[V, ..., V, C]; NaN where ``x_B`` never occurs."""
         positions = check_positions(positions, self.seq_len)
-        V, C = self.vocab_size, self.n_labels
-        index = torch.zeros(len(self._labels), dtype=torch.long)
-        for p in positions:
-            index = index * V + self._tokens[:, p]
-        counts = torch.bincount(index * C + self._labels, minlength=V ** len(positions) * C).double()
-        counts = counts.reshape([V] * len(positions) + [C])
-        totals = counts.sum(-1, keepdim=True)
-        out = torch.where(totals > 0, counts / totals.clamp_min(1), torch.full_like(counts, float("nan")))
-        return out.to(torch.get_default_dtype())
+        counts = count_table([self._tokens[:, p] for p in positions] + [self._labels],
+                             [self.vocab_size] * len(positions) + [self.n_labels])
+        return conditional_table(counts).to(torch.get_default_dtype())
 
     def label_signature(self, position: int) -> torch.Tensor:
         """Exact order-0 signature ``P(y | x_i = v)``: Tensor[V, C] (NaN rows: tokens never at ``position``)."""

@@ -7,10 +7,10 @@ from typing import Sequence
 
 import torch
 
-from .._checks import check_positive_int
+from .._checks import check_bool, check_finite_float, check_generator, check_nonnegative_int, check_positive_int
 from .base import Batch, check_positions
 
-__all__ = ["StaircaseTask"]
+__all__ = ["StaircaseTask", "MergedTask"]
 
 
 def _check_strengths(strengths: Sequence[float], n_orders: int) -> tuple[float, ...]:
@@ -50,12 +50,10 @@ class StaircaseTask:
     def __init__(self, strengths: Sequence[float] = (0.15, 0.25, 0.55), attribute_size: int = 4, seed: int = 0,
                  reverse: bool = False):
         self.strengths = _check_strengths(strengths, self.n_orders)
-        if not isinstance(reverse, bool):
-            raise TypeError(f"reverse must be True or False, got {reverse!r}")
+        check_bool("reverse", reverse)
         self.reverse = reverse
         self.attribute_size = check_positive_int("attribute_size", attribute_size, minimum=2)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_nonnegative_int("seed", seed)
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
         self._cumulative: dict[str, torch.Tensor] = {}  # cumulative strengths per device, built once
@@ -101,8 +99,7 @@ class StaircaseTask:
     def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
         """Draw ``n`` fresh sequences and labels on the generator's device."""
         check_positive_int("n", n)
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        check_generator("generator", generator)
         gen = self._generator if generator is None else generator
         device = gen.device
         tokens = torch.randint(self.vocab_size, (n, self.seq_len), generator=gen, device=device)
@@ -182,3 +179,26 @@ class StaircaseTask:
     def _check_order(self, order: int) -> None:
         if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < self.n_orders:
             raise ValueError(f"order must be an int in [0, {self.n_orders - 1}], got {order!r}")
+
+
+class MergedTask(StaircaseTask):
+    """The staircase task with a main effect (Chapter 9): with probability ``main`` a sample's label is
+    ``g_1(x_1)`` alone, the order-0 rule of the middle token, else the usual rules. Takes StaircaseTask's
+    keyword arguments too."""
+
+    def __init__(self, main: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.main = check_finite_float("main", main, minimum=0.0)
+        if self.main > 1:
+            raise ValueError(f"main must be a probability in [0, 1], got {main}")
+
+    def __repr__(self) -> str:
+        return f"MergedTask(main={self.main}, strengths={self.strengths}, attribute_size={self.attribute_size})"
+
+    def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
+        """Draw ``n`` sequences: tokens LongTensor[n, 3], labels LongTensor[n]."""
+        batch = super().sample(n, generator)
+        gen = self._generator if generator is None else generator
+        use_main = torch.rand(n, generator=gen, device=batch.labels.device) < self.main
+        main_labels = self.attributes(batch.tokens[:, 1])[:, 1]
+        return Batch(batch.tokens, torch.where(use_main, main_labels, batch.labels))

@@ -48,7 +48,8 @@ def attention_embedding_velocity(model: AttentionModel, task, terms: Sequence[st
             with torch.enable_grad():
                 (slope,) = torch.autograd.grad(ACTIVATIONS[model.activation](b1).sum(), b1)
             m = m + p["blocks.0.mlp_out.weight"] @ (slope[:, None] * p["blocks.0.mlp_in.weight"])
-            at_zero = p["blocks.0.mlp_out.bias"] + p["blocks.0.mlp_out.weight"] @ ACTIVATIONS[model.activation](b1.detach())
+            hidden_at_zero = ACTIVATIONS[model.activation](b1.detach())
+            at_zero = p["blocks.0.mlp_out.bias"] + p["blocks.0.mlp_out.weight"] @ hidden_at_zero
         m = p["readout.weight"] @ m  # [C, d]
         q = torch.softmax(p["readout.weight"] @ at_zero + p["readout.bias"], 0)
         drives = exact_signature_drives(task, reference=q).double()  # [L, V, C]

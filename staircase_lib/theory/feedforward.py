@@ -1,7 +1,6 @@
 """Embedding dynamics of feed-forward models (Chapter 3): the leading-order velocities of eq. (3.2)."""
 from __future__ import annotations
 
-from typing import Sequence
 
 import torch
 
@@ -9,8 +8,7 @@ from .._checks import check_positive_int
 from ..models import ACTIVATION_SLOPE_AT_ZERO, EmbMLP
 from ..signatures import exact_signature_drives
 
-__all__ = ["exact_signature_drives", "mlp_embedding_velocity", "predicted_weight_velocities",
-           "autograd_embedding_velocity"]
+__all__ = ["mlp_embedding_velocity", "autograd_embedding_velocity"]
 
 _CHUNK = 1 << 15  # sequences per forward pass in autograd_embedding_velocity
 
@@ -41,27 +39,6 @@ def mlp_embedding_velocity(model: EmbMLP, task) -> torch.Tensor:
         else:
             velocity = drives.sum(0) @ w2 @ model.hidden.weight.detach().cpu().double()
     return (slope * velocity).float()
-
-
-def predicted_weight_velocities(model, task) -> dict[str, torch.Tensor]:
-    """Leading-order velocities of the other weights (Appendix A, the Emb-MLP velocities), concat pooling.
-
-    ``dW_2/dt = sigma'(0) sum_i S^(i)T E W_1^(i)T`` (Tensor[C, m]) and
-    ``dW_1^(i)/dt = sigma'(0) W_2^T S^(i)T E`` (Tensor[L, m, d]).
-    """
-    _check_embmlp(model)
-    if model.pool != "concat":
-        raise ValueError("predicted_weight_velocities needs pool='concat'")
-    with torch.no_grad():
-        q = torch.softmax(model.readout.bias.detach().cpu().double(), 0)
-        drives = exact_signature_drives(task, reference=q).double()
-        emb = model.embedding.detach().cpu().double()
-        w2 = model.readout.weight.detach().cpu().double()
-        blocks = model.first_layer_blocks().detach().cpu().double()
-        slope = ACTIVATION_SLOPE_AT_ZERO[model.activation]
-        readout = slope * torch.einsum("lvc,vd,lmd->cm", drives, emb, blocks)
-        hidden = slope * torch.einsum("cm,lvc,vd->lmd", w2, drives, emb)
-    return {"readout": readout.float(), "hidden_blocks": hidden.float()}
 
 
 def autograd_embedding_velocity(model, task, n_samples: int | None = None,

@@ -9,16 +9,15 @@ from typing import Sequence, Union
 import numpy as np
 import torch
 
-from .._checks import check_choice, check_finite_float, check_positive_int
+from .._checks import check_choice, check_finite_float, check_nonnegative_int, check_positive_int
+from ..metrics import crossing_time
 
 __all__ = [
     "saxe_trajectory",
     "saxe_half_time",
-    "mode_velocity",
     "mode_trajectory",
     "mode_time_to_reach",
     "mode_half_time",
-    "half_time_leading_order",
     "singular_target",
     "LinearNetworkConfig",
     "LinearNetworkHistory",
@@ -101,12 +100,6 @@ def saxe_half_time(s: Number, u0: Number) -> torch.Tensor:
         raise ValueError("u0 must be smaller than s (the mode must still be rising), got "
                          f"u0/s up to {float((u0 / s).max()):.4g}")
     return torch.log(s / u0 - 1.0) / (2.0 * s)
-
-
-def mode_velocity(u: torch.Tensor, s: torch.Tensor, n_factors: int = 2) -> torch.Tensor:
-    """Right-hand side N u^{2-2/N} (s - u) of the balanced N-factor mode ODE (broadcasting tensors)."""
-    n = _check_n_factors(n_factors)
-    return n * u.clamp_min(0).pow(2.0 - 2.0 / n) * (s - u)
 
 
 def mode_trajectory(s: Number, u0: Number, t: Sequence[float] | torch.Tensor, n_factors: int = 2,
@@ -195,21 +188,6 @@ def mode_half_time(s: Number, u0: Number, n_factors: int = 2) -> torch.Tensor:
     return mode_time_to_reach(s_t, u0, s_t / 2, n_factors)
 
 
-def half_time_leading_order(s: Number, u0: Number, n_factors: int = 2) -> torch.Tensor:
-    """Small-u0 law of the half time: log(s/u0) / (2s) for N = 2, u0^{-(N-2)/N} / ((N-2) s) for N >= 3.
-
-    The plateau length is logarithmic in 1/u0 for two factors and a power law for three or more
-    (Appendix A, linear networks). Returns the broadcast shape of ``s`` and ``u0`` (both > 0).
-    """
-    n = _check_n_factors(n_factors)
-    s = _as_real_tensor("s", s, positive=True).double()
-    u0 = _as_real_tensor("u0", u0, positive=True).double()
-    s, u0 = _broadcast(s=s, u0=u0)
-    if n == 2:
-        return torch.log(s / u0) / (2.0 * s)
-    return u0.pow(-(n - 2.0) / n) / ((n - 2.0) * s)
-
-
 # --- gradient descent on the linear network ----------------------------------------------------------
 
 def singular_target(singular_values: Sequence[float], vocab_size: int, n_labels: int,
@@ -225,7 +203,7 @@ def singular_target(singular_values: Sequence[float], vocab_size: int, n_labels:
     if k > min(vocab_size, n_labels):
         raise ValueError(f"singular_values has {k} entries, more than min(vocab_size, n_labels) = "
                          f"{min(vocab_size, n_labels)}")
-    gen = torch.Generator().manual_seed(_check_seed(seed))
+    gen = torch.Generator().manual_seed(check_nonnegative_int("seed", seed))
     a = torch.linalg.qr(torch.randn(vocab_size, k, generator=gen, dtype=torch.float64)).Q
     b = torch.linalg.qr(torch.randn(n_labels, k, generator=gen, dtype=torch.float64)).Q
     return a @ torch.diag(torch.tensor(values, dtype=torch.float64)) @ b.T, a, b
@@ -238,12 +216,6 @@ def _check_singular_values(values) -> tuple[float, ...]:
         raise ValueError(f"singular_values must be a non-empty sequence of positive numbers, got {values!r}")
     out = tuple(check_finite_float("singular_values", v, strictly_positive=True) for v in values)
     return out
-
-
-def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    return seed
 
 
 @dataclass(frozen=True)
@@ -289,9 +261,10 @@ class LinearNetworkConfig:
         check_positive_int("d_embed", self.d_embed, minimum=2)  # std = d^-gamma needs d > 1
         if len(self.singular_values) > min(self.vocab_size, self.n_labels, self.d_embed):
             raise ValueError(f"singular_values has {len(self.singular_values)} entries, more than "
-                             f"min(vocab_size, n_labels, d_embed) = {min(self.vocab_size, self.n_labels, self.d_embed)}")
+                             "min(vocab_size, n_labels, d_embed) = "
+                             f"{min(self.vocab_size, self.n_labels, self.d_embed)}")
         check_finite_float("lr", self.lr, strictly_positive=True)
-        _check_seed(self.seed)
+        check_nonnegative_int("seed", self.seed)
 
     @property
     def gamma(self) -> float:
@@ -427,19 +400,11 @@ def half_rise_times(times: torch.Tensor, strengths: torch.Tensor, singular_value
         raise ValueError(f"singular_values must have K={strengths.shape[1]} entries, got {values.numel()}")
     fraction = check_finite_float("fraction", fraction, strictly_positive=True)
     level = fraction * values
-    above = strengths >= level
     out = torch.full((strengths.shape[1],), float("nan"), dtype=torch.float64)
     for k in range(strengths.shape[1]):
-        hits = torch.nonzero(above[:, k]).flatten()
-        if hits.numel() == 0:
-            continue
-        i = int(hits[0])
-        if i == 0:
-            out[k] = times[0]
-            continue
-        u_lo, u_hi = strengths[i - 1, k], strengths[i, k]
-        w = (level[k] - u_lo) / (u_hi - u_lo)
-        out[k] = times[i - 1] + w * (times[i] - times[i - 1])
+        t = crossing_time(times, strengths[:, k], float(level[k]), below=False, interpolate=True)
+        if t is not None:
+            out[k] = t
     return out
 
 

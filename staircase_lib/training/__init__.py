@@ -8,13 +8,14 @@ which records a :class:`History` per member on the schedule of :mod:`.config`.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from typing import Mapping, Protocol, Sequence
 
 import torch
 from torch import nn
 
-from .._checks import check_labels, check_tokens
+from .._checks import check_labels, check_nonnegative_int, check_tokens
 from ..runtime import capped_threads, resolve_device, training_threads
 from ..tasks import Batch
 from .batched import AutogradMembers
@@ -64,8 +65,9 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
                    seeds: Sequence[int] | None = None, probes: Mapping[str, Batch] | None = None) -> list[History]:
     """Train K models of one architecture together (one batched run); return one :class:`History` each.
 
-    Members may differ in seed, ``gamma`` and task: ``task`` is one task for all, or a list of K tasks
-    (or pass ``task=None, tasks=[...]``). Member ``k`` draws its data with seed ``seeds[k]`` (default
+    Members may differ in seed, ``gamma`` and task: ``task`` is one task for all, or a list of K tasks, one
+    per member (``tasks=`` is the old spelling of that list, kept for old notebooks; it warns). The global
+    random state is left alone. Member ``k`` draws its data with seed ``seeds[k]`` (default
     ``config.seed + k``) and its History equals that of ``train(models[k], tasks[k], replace(config,
     seed=seeds[k]))`` up to float rounding; ``History.seconds`` is the ensemble's wall time. The trained
     parameters are copied back into ``models``; frozen parameters (``requires_grad=False``, the same in
@@ -78,7 +80,6 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
     seeds = _check_seeds(seeds, config, len(models))
     probes = check_probes(probes, models[0].vocab_size, models[0].seq_len, models[0].n_labels)
     device = resolve_device(config.device)
-    torch.manual_seed(config.seed)
     for model in models:
         if config.freeze_embeddings:
             model.embedding.requires_grad_(False)
@@ -166,6 +167,9 @@ def _check_models(models) -> list[nn.Module]:
 def _check_tasks(task, tasks, models: list) -> list:
     if task is not None and tasks is not None:
         raise ValueError("pass either task (one task, or a list with one per member) or tasks, not both")
+    if tasks is not None:
+        warnings.warn("train_ensemble(tasks=[...]) is the old spelling: pass the list as task", DeprecationWarning,
+                      stacklevel=3)
     given = tasks if tasks is not None else task
     name = "tasks" if tasks is not None else "task"
     if given is None:
@@ -191,7 +195,4 @@ def _check_seeds(seeds, config: TrainConfig, k: int) -> list[int]:
         return [config.seed + i for i in range(k)]
     if not isinstance(seeds, (list, tuple)) or len(seeds) != k:
         raise ValueError(f"seeds must be a list of {k} non-negative ints (one per model), got {seeds!r}")
-    for i, s in enumerate(seeds):
-        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-            raise ValueError(f"seeds[{i}] must be a non-negative int, got {s!r}")
-    return list(seeds)
+    return [check_nonnegative_int(f"seeds[{i}]", s) for i, s in enumerate(seeds)]

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 
-from .._checks import check_choice, check_finite_float, check_positive_int
+from .._checks import check_bool, check_choice, check_finite_float, check_positive_int, check_nonnegative_int
 from ..runtime import resolve_device
 
 __all__ = ["TrainConfig", "History", "record_steps"]
@@ -51,14 +51,12 @@ class TrainConfig:
         check_positive_int("batch_size", self.batch_size)
         check_positive_int("record_every", self.record_every)
         check_positive_int("eval_size", self.eval_size)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        check_nonnegative_int("seed", self.seed)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         resolve_device(self.device)  # validates the name and availability
         if self.progress is not None and not isinstance(self.progress, bool):
             raise TypeError(f"progress must be True, False or None, got {self.progress!r}")
-        if not isinstance(self.freeze_embeddings, bool):
-            raise TypeError(f"freeze_embeddings must be True or False, got {self.freeze_embeddings!r}")
+        check_bool("freeze_embeddings", self.freeze_embeddings)
         check_choice("record", self.record, RECORD_SCHEDULES)
         check_positive_int("records_per_decade", self.records_per_decade)
         check_choice("engine", self.engine, ENGINES)
@@ -106,10 +104,3 @@ class History:
         """One line: final loss, accuracy, steps and time."""
         return (f"{int(self.steps[-1])} steps, final loss {float(self.loss[-1]):.4f}, "
                 f"accuracy {float(self.accuracy[-1]):.3f}, {self.seconds:.1f} s")
-
-    def as_dict(self) -> dict:
-        """Plain-dict view (for saving with ``torch.save``)."""
-        out = {k: getattr(self, k) for k in ("steps", "loss", "accuracy", "embeddings", "seconds", "interrupted")}
-        out["probes"] = self.probes
-        out["config"] = asdict(self.config)
-        return out
