@@ -104,7 +104,7 @@ book-student: student $(VENDOR)
 	mkdir -p $(STUDENT_SRC)/chapters
 	cp -r _config.yml _toc.yml intro.md references.bib appendix images _static _vendor $(STUDENT_SRC)/
 	cp _build/student/[0-9][0-9]_*.ipynb $(STUDENT_SRC)/chapters/
-	$(NB_ENV) PYTHONPATH="$(CURDIR)/staircase_lib/offline" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	$(NB_ENV) PYTHONPATH="$$($(OFFLINE_PYTHONPATH))" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 		$(VENV)/bin/jupyter-book build --all $(STUDENT_SRC) -W -n --keep-going
 	mv $(STUDENT_SRC)/_build/html _build/html-student
 
