@@ -35,11 +35,19 @@ def recorded_runs(gamma: float = 1.0) -> tuple[list[torch.Tensor], list[list[tor
     return [steps] * len(runs), curves, [run["stair_times"] for run in runs]
 
 
+def chance_level() -> float:
+    """CKA of a random embedding (the sweep's width) with the order-0 kernel of the sweep's task; the order-1 and
+    order-2 kernels' levels differ from it by less than a line width."""
+    config = sl.results.load("ch4_init_sweep")["config"]
+    task = sl.tasks.StaircaseTask(strengths=tuple(config["strengths"]), attribute_size=config["attribute_size"])
+    return sl.metrics.cka_chance(task.kernel(order=0), d_embed=config["d_embed"])
+
+
 def main(out: Path = OUT) -> Path:
     sl.plotting.use_course_style()
     steps, curves, times = recorded_runs()
     fig, ax = plt.subplots(figsize=(8.5, 4.4), dpi=100, constrained_layout=True)
-    sl.plotting.alignment_plot(steps, curves, times, ax=ax,
+    sl.plotting.alignment_plot(steps, curves, times, chance=chance_level(), ax=ax,
                                title="A recorded staircase: three seeds of Chapter 4's model")
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, metadata={"Software": None})
