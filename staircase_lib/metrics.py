@@ -2,6 +2,8 @@
 of a run (CKA: Chapter 1; its chance level: Appendix A)."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ._checks import check_bool, check_finite_float, check_positive_int, check_square_matrix
@@ -9,7 +11,7 @@ from ._checks import check_bool, check_finite_float, check_positive_int, check_s
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "smooth", "stair_time",
            "stair_times", "attention_entropy", "crossing_time", "half_fall_time", "cosine", "rank_correlation",
            "principal_components",
-           "angular_coverage"]
+           "neighbour_agreement", "chance_approximation", "angular_coverage"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -252,6 +254,25 @@ def principal_components(x: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, tor
     _, singular, axes = torch.linalg.svd(centred, full_matrices=False)
     explained = singular**2 / (singular**2).sum().clamp_min(1e-300)
     return centred @ axes[:k].T, explained[:k]
+
+
+def neighbour_agreement(kernel: torch.Tensor, attribute: torch.Tensor, n_neighbours: int = 3) -> float:
+    """Share of each token's ``n_neighbours`` nearest tokens under ``kernel`` Tensor[V, V] (largest entries of its
+    row, itself left out) that carry the same ``attribute`` (LongTensor[V]) value. Chance is about
+    (tokens per value - 1)/(V - 1)."""
+    scores = kernel.detach().double().clone().fill_diagonal_(-float("inf"))
+    nearest = scores.topk(n_neighbours, dim=1).indices
+    return (attribute[nearest] == attribute[:, None]).double().mean().item()
+
+
+def chance_approximation(kernel: torch.Tensor, d_embed: int) -> float:
+    """The approximate chance level sqrt(r d / (n (n + d + 1))) of CKA for Gaussian embeddings of width
+    ``d_embed``, with n = V - 1 and r the effective rank tr(K_c)^2 / ||K_c||_F^2 of the centred kernel."""
+    k = kernel.detach().double()
+    k = k - k.mean(0, keepdim=True) - k.mean(1, keepdim=True) + k.mean()
+    r = float(torch.trace(k) ** 2 / (k * k).sum())
+    n = k.shape[0] - 1
+    return math.sqrt(r * d_embed / (n * (n + d_embed + 1)))
 
 
 def angular_coverage(points: torch.Tensor) -> float:

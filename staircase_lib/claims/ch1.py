@@ -11,31 +11,12 @@ from typing import Sequence
 
 import torch
 
-from ..metrics import cka
+from ..metrics import chance_approximation, cka, neighbour_agreement
 from .base import Claim
 
-__all__ = ["neighbour_agreement", "chance_approximation", "mean_counting_error", "max_counting_error",
+__all__ = ["mean_counting_error", "max_counting_error",
            "counting_error_slope", "kernels_orthogonal", "counted_kernels_match", "neighbours_share_attribute",
            "chance_level_matches", "first_stair"]
-
-
-# ----- helpers the chapter uses too ------------------------------------------------------------------------
-def neighbour_agreement(kernel: torch.Tensor, attribute: torch.Tensor, n_neighbours: int = 3) -> float:
-    """Share of each token's ``n_neighbours`` nearest tokens under ``kernel`` (largest entries of its row,
-    itself left out) that carry the same ``attribute`` value. Chance is about (tokens per value - 1)/(V - 1)."""
-    scores = kernel.detach().double().clone().fill_diagonal_(-float("inf"))
-    nearest = scores.topk(n_neighbours, dim=1).indices
-    return (attribute[nearest] == attribute[:, None]).double().mean().item()
-
-
-def chance_approximation(kernel: torch.Tensor, d_embed: int) -> float:
-    """The approximate chance level sqrt(r d / (n (n + d + 1))) of CKA for Gaussian embeddings of width
-    ``d_embed``, with n = V - 1 and r the effective rank tr(K_c)^2 / ||K_c||_F^2 of the centred kernel."""
-    k = kernel.detach().double()
-    k = k - k.mean(0, keepdim=True) - k.mean(1, keepdim=True) + k.mean()
-    r = float(torch.trace(k) ** 2 / (k * k).sum())
-    n = k.shape[0] - 1
-    return math.sqrt(r * d_embed / (n * (n + d_embed + 1)))
 
 
 def _error(counted: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
