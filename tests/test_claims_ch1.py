@@ -1,6 +1,7 @@
 """Chapter 1's claims: each predicate holds on a positive case and FAILS on a negative control."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 import staircase_lib as sl
@@ -131,4 +132,27 @@ def test_first_stair_fails_on_an_untrained_model():
     snapshots = model.embedding.detach()[None].repeat(8, 1, 1)  # an untrained run: E(t) = E(0)
     curves = [sl.metrics.alignment_curve(snapshots, K) for K in KERNELS]
     claim = ch1.first_stair(curves, chance=sl.metrics.cka_chance(KERNELS[0], d_embed=32))
+    assert not claim, claim
+
+
+def _first_stair_run(seed: int, strengths=(0.15, 0.25, 0.55)) -> sl.claims.Claim:
+    """Chapter 1's first-stair run (Emb-MLP, gamma 1, Adam 1e-2, 300 steps) with model and data seed ``seed``."""
+    task = sl.tasks.StaircaseTask(strengths=strengths, attribute_size=4, seed=seed)
+    model = sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=256, activation="gelu", gamma=1.0, seed=seed)
+    config = sl.training.TrainConfig(steps=300, lr=1e-2, record="log", records_per_decade=20, eval_size=512,
+                                     seed=seed, progress=False)
+    run = sl.training.train(model, task, config)
+    kernels = [TASK.kernel(order=k) for k in range(3)]
+    curves = [sl.metrics.alignment_curve(run.embeddings, K) for K in kernels]
+    return ch1.first_stair(curves, sl.metrics.cka_chance(kernels[0], d_embed=32, n_draws=500, seed=5))
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_first_stair_holds_on_seeds_the_book_does_not_use(seed):
+    claim = _first_stair_run(seed)
+    assert claim, claim
+
+
+def test_first_stair_fails_when_the_task_has_no_order0_rule():
+    claim = _first_stair_run(11, strengths=(0.0, 0.4, 0.55))  # negative control: nothing for stair 0 to learn
     assert not claim, claim
