@@ -54,7 +54,24 @@ def test_parameters_follow_the_gamma_convention():
     std = model.blocks[0].query.weight.std().item()
     assert 0.8 / 32 < std < 1.2 / 32
     assert model.blocks[0].mlp_in.weight.shape == (128, 32)  # MLP width 4d by default
-    assert not hasattr(model, "norm_out") and not hasattr(model.blocks[0], "norm_attn")  # no LayerNorm by default
+    no_norm = (model.norm_out, model.blocks[0].norm_attn, model.blocks[0].norm_mlp)
+    assert all(isinstance(m, torch.nn.Identity) for m in no_norm), "no LayerNorm by default"
+    assert model.config.d_hidden == 128 and model.config.readout == "last" and not model.config.layer_norm
+
+
+def test_the_three_attention_kernels_agree():
+    from staircase_lib.models.transformer import attend
+
+    gen = torch.Generator().manual_seed(0)
+    for length in (3, 16):  # broadcast-and-sum (tiny L) and matmul
+        q, k, v = (torch.randn(2, 2, length, 8, generator=gen, dtype=torch.float64) for _ in range(3))
+        for causal in (False, True):
+            fused, none = attend(q, k, v, causal, need_attention=False)
+            explicit, maps = attend(q, k, v, causal, need_attention=True)
+            assert none is None and maps.shape == (2, 2, length, length)
+            assert torch.allclose(fused, explicit, atol=1e-10), f"L={length}, causal={causal}"
+            last, last_maps = attend(q[..., -1:, :], k, v, causal, need_attention=False)
+            assert torch.allclose(last, explicit[..., -1:, :], atol=1e-10) and last_maps.shape[-2] == 1
 
 
 def test_training_records_attention_and_entropy():

@@ -48,7 +48,7 @@ def test_gamma_convention_and_small_init_uniform_attention():
     model = TinyGPT(42, 8, d_embed=32, gamma=1.0, seed=1)
     assert 0.8 / 32 < model.blocks[0].query.weight.std().item() < 1.2 / 32
     assert 0.8 / 32 < model.positions.std().item() < 1.2 / 32
-    assert not hasattr(model, "norm_out")  # LayerNorm is off by default
+    assert isinstance(model.norm_out, torch.nn.Identity)  # LayerNorm is off by default
     maps = model.attention_maps(TOKENS)[:, 0, 0]
     uniform = torch.tril(torch.ones(8, 8)) / torch.arange(1, 9)[:, None]
     assert (maps - uniform).abs().max() < 1e-3

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import nn
@@ -17,7 +19,7 @@ from .._checks import check_choice, check_positive_int, check_tokens
 from ..metrics import attention_entropy
 from .base import ACTIVATIONS, TokenModel
 
-__all__ = ["Transformer", "AttentionModel", "TinyGPT", "attention_snapshot"]
+__all__ = ["TransformerConfig", "Transformer", "AttentionModel", "TinyGPT", "attend", "attention_snapshot"]
 
 READOUTS = ("last", "mean", "all")
 _BROADCAST_MAX_LEN = 8  # sequences up to this length compute attention by broadcasting (measured faster)
@@ -29,27 +31,66 @@ def _flat(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return layer(x.reshape(-1, x.shape[-1])).view(*x.shape[:-1], -1)
 
 
-class Block(nn.Module):
-    """One transformer block: ``h + W_O attn(W_Q x, W_K x, W_V x)`` then ``h + mlp_out(act(mlp_in(h)))``.
+@dataclass(frozen=True)
+class TransformerConfig:
+    """The sizes and switches of a :class:`Transformer` (its constructor's arguments, checked), nanoGPT style."""
 
-    Weights ``query``/``key``/``value``/``output`` (d x d, no bias), the optional MLP ``mlp_in`` (m x d)
-    and ``mlp_out`` (d x m), and LayerNorms ``norm_attn``/``norm_mlp`` only with ``layer_norm=True``.
+    vocab_size: int
+    seq_len: int
+    n_labels: int
+    d_embed: int = 32
+    n_layers: int = 1
+    n_heads: int = 1
+    d_hidden: int | None = 128  # the MLP width; None: attention-only blocks
+    activation: str = "gelu"
+    readout: str = "last"
+    causal: bool = False
+    layer_norm: bool = False
+    tied: bool = False
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+           need_attention: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Scaled dot-product attention of queries ``q`` Tensor[N, H, Lq, dh] (the last ``Lq`` positions) on keys and
+    values ``k``, ``v`` Tensor[N, H, L, dh]: the mixed values Tensor[N, H, Lq, dh] and, with ``need_attention``,
+    the maps Tensor[N, H, Lq, L]. One computation, three kernels chosen for speed only (equal to float
+    rounding, ``tests/test_attention.py``): PyTorch's fused kernel when no map is needed and all queries are
+    there, broadcast-and-sum for tiny L (many tiny matmuls are slow on a CPU), matmuls otherwise."""
+    length, n_queries = k.shape[-2], q.shape[-2]
+    if not need_attention and n_queries == length:
+        with warnings.catch_warnings():  # under vmap (an ensemble) torch warns that it loops over members
+            warnings.filterwarnings("ignore", message=".*performance drop.*", category=UserWarning)
+            return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal), None
+    small = length <= _BROADCAST_MAX_LEN
+    if small:
+        scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])  # [N, H, Lq, L]
+    else:
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(future[length - n_queries:], float("-inf"))
+    attention = torch.softmax(scores, dim=-1)
+    mixed = (attention.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2) if small else attention @ v
+    return mixed, attention
+
+
+class Block(nn.Module):
+    """One transformer block: ``h + W_O attn(W_Q x, W_K x, W_V x)`` with ``x = norm_attn(h)``, then
+    ``h + mlp_out(act(mlp_in(norm_mlp(h))))``.
+
+    Weights ``query``/``key``/``value``/``output`` (d x d, no bias), the MLP ``mlp_in`` (m x d) and ``mlp_out``
+    (d x m) unless ``config.d_hidden`` is None, and LayerNorms ``norm_attn``/``norm_mlp`` (``nn.Identity``
+    without ``config.layer_norm``). ``linear(n_in, n_out, bias)`` makes each layer with the course's init.
     """
 
-    def __init__(self, owner: "Transformer", d_hidden: int | None):
+    def __init__(self, config: TransformerConfig, linear: Callable[..., nn.Linear]):
         super().__init__()
-        d = owner.d_embed
-        self.n_heads, self.causal, self.activation = owner.n_heads, owner.causal, owner.activation
-        self.query, self.key, self.value, self.output = (owner._linear(d, d, bias=False) for _ in range(4))
-        if d_hidden:
-            self.mlp_in, self.mlp_out = owner._linear(d, d_hidden), owner._linear(d_hidden, d)
-        if owner.layer_norm:
-            self.norm_attn = nn.LayerNorm(d)
-            if d_hidden:
-                self.norm_mlp = nn.LayerNorm(d)
-
-    def _norm(self, name: str, h: torch.Tensor) -> torch.Tensor:
-        return getattr(self, name)(h) if hasattr(self, name) else h
+        d, m = config.d_embed, config.d_hidden
+        self.n_heads, self.causal, self.activation = config.n_heads, config.causal, config.activation
+        self.query, self.key, self.value, self.output = (linear(d, d, bias=False) for _ in range(4))
+        self.mlp_in, self.mlp_out = (linear(d, m), linear(m, d)) if m else (None, None)
+        self.norm_attn = nn.LayerNorm(d) if config.layer_norm else nn.Identity()
+        self.norm_mlp = nn.LayerNorm(d) if config.layer_norm and m else nn.Identity()
 
     def forward(self, h: torch.Tensor, last_only: bool = False,
                 need_attention: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -57,41 +98,21 @@ class Block(nn.Module):
 
         ``last_only=True`` computes only the last query position (Lq = 1): all a last-position readout needs.
         """
-        x = self._norm("norm_attn", h)
-        # last_only: the query, the residual and the MLP act on one position only
-        if last_only:
-            h = h[..., -1, :]
-        queries = x[..., -1, :] if last_only else x
+        x = self.norm_attn(h)
+        if last_only:  # the query, the residual and the MLP act on the last position only
+            h, queries = h[..., -1:, :], x[..., -1:, :]
+        else:
+            queries = x
 
         def heads(y: torch.Tensor) -> torch.Tensor:  # [N, L, d] -> [N, H, L, d/H]
             return y.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
 
-        q = heads(_flat(self.query, queries).unsqueeze(-2) if last_only else _flat(self.query, queries))
-        k, v = heads(_flat(self.key, x)), heads(_flat(self.value, x))
-        attention = None
-        small = k.shape[-2] <= _BROADCAST_MAX_LEN  # tiny L: broadcast-and-sum beats many tiny matmuls on a CPU
-        if need_attention or last_only:
-            if small:
-                scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])  # [N, H, Lq, L]
-            else:
-                scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-            if self.causal:
-                length = k.shape[-2]
-                future = torch.ones(length, length, dtype=torch.bool, device=h.device).triu(1)
-                scores = scores.masked_fill(future[length - q.shape[-2]:], float("-inf"))
-            attention = torch.softmax(scores, dim=-1)
-            mixed = (attention.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2) if small else attention @ v
-        else:  # fused kernel when the maps are not needed
-            with warnings.catch_warnings():  # under vmap (an ensemble) torch warns that it loops over members
-                warnings.filterwarnings("ignore", message=".*performance drop.*", category=UserWarning)
-                mixed = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        mixed = mixed.transpose(-3, -2).flatten(-2)  # [N, Lq, d]
-        h = h + _flat(self.output, mixed[..., 0, :] if last_only else mixed)
-        if hasattr(self, "mlp_in"):
-            pre = _flat(self.mlp_in, self._norm("norm_mlp", h))
+        q, k, v = heads(_flat(self.query, queries)), heads(_flat(self.key, x)), heads(_flat(self.value, x))
+        mixed, attention = attend(q, k, v, self.causal, need_attention)
+        h = h + _flat(self.output, mixed.transpose(-3, -2).flatten(-2))  # [N, Lq, d]
+        if self.mlp_in is not None:
+            pre = _flat(self.mlp_in, self.norm_mlp(h))
             h = h + _flat(self.mlp_out, ACTIVATIONS[self.activation](pre))
-        if last_only:
-            h = h.unsqueeze(-2)
         return h, attention
 
 
@@ -126,10 +147,11 @@ class Transformer(TokenModel):
         self.n_layers, self.n_heads, self.causal = n_layers, n_heads, causal
         self.layer_norm, self.tied = layer_norm, tied
         self.d_hidden = (d_hidden or 4 * d_embed) if mlp else None
+        self.config = TransformerConfig(vocab_size, seq_len, n_labels, d_embed, n_layers, n_heads, self.d_hidden,
+                                        activation, readout, causal, layer_norm, tied)
         self.positions = nn.Parameter(self._normal(seq_len, d_embed, fan_in=d_embed))
-        self.blocks = nn.ModuleList(Block(self, self.d_hidden) for _ in range(n_layers))
-        if layer_norm:
-            self.norm_out = nn.LayerNorm(d_embed)
+        self.blocks = nn.ModuleList(Block(self.config, self._linear) for _ in range(n_layers))
+        self.norm_out = nn.LayerNorm(d_embed) if layer_norm else nn.Identity()
         if tied:
             self.readout_bias = nn.Parameter(torch.zeros(vocab_size))
         else:
@@ -146,7 +168,7 @@ class Transformer(TokenModel):
             last_only = self.readout_mode == "last" and not need_attention and index == self.n_layers - 1
             h, attention = block(h, last_only=last_only, need_attention=need_attention)
             maps.append(attention)
-        u = self.norm_out(h) if self.layer_norm else h
+        u = self.norm_out(h)
         if self.readout_mode == "last":
             pooled = u[..., -1, :]
         else:
@@ -195,8 +217,9 @@ class AttentionModel(Transformer):
                  readout: str = "last", causal: bool = False, layer_norm: bool = False, gamma: float = 1.0,
                  seed: int = 0):
         check_choice("readout", readout, ["last", "mean"])
-        super().__init__(vocab_size, seq_len, n_labels, d_embed, n_layers, n_heads, mlp, d_hidden, activation,
-                         readout, causal, layer_norm, tied=False, gamma=gamma, seed=seed)
+        super().__init__(vocab_size, seq_len, n_labels, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads, mlp=mlp,
+                         d_hidden=d_hidden, activation=activation, readout=readout, causal=causal,
+                         layer_norm=layer_norm, tied=False, gamma=gamma, seed=seed)
 
 
 class TinyGPT(Transformer):
@@ -207,8 +230,9 @@ class TinyGPT(Transformer):
     def __init__(self, vocab_size: int, seq_len: int, d_embed: int = 32, n_layers: int = 1, n_heads: int = 1,
                  mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu", layer_norm: bool = False,
                  tied: bool = False, gamma: float = 1.0, seed: int = 0):
-        super().__init__(vocab_size, seq_len, vocab_size, d_embed, n_layers, n_heads, mlp, d_hidden, activation,
-                         "all", True, layer_norm, tied, gamma, seed)
+        super().__init__(vocab_size, seq_len, vocab_size, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads,
+                         mlp=mlp, d_hidden=d_hidden, activation=activation, readout="all", causal=True,
+                         layer_norm=layer_norm, tied=tied, gamma=gamma, seed=seed)
 
     def _check_input(self, tokens: torch.Tensor) -> None:
         check_tokens("tokens", tokens, self.vocab_size)
