@@ -11,7 +11,8 @@ import torch
 from ._checks import check_nonnegative_int
 
 __all__ = ["ORDER_COLORS", "ORDER_LINESTYLES", "ORDER_MARKERS", "ORDER_STYLES", "order_style", "use_course_style",
-           "signature_heatmap", "kernel_heatmap", "staircase_plot", "alignment_plot", "attention_heatmap"]
+           "signature_heatmap", "kernel_heatmap", "staircase_plot", "alignment_plot", "attention_heatmap",
+           "level_lines"]
 
 ORDER_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 """Colour of order 0, 1, 2, ... in every figure: the Okabe-Ito palette, which readers with any common
@@ -169,6 +170,28 @@ def alignment_plot(steps_per_run: Sequence[torch.Tensor], curves_per_run: Sequen
     ax.set(xscale="log", ylim=(-0.02, 1.02), xlabel="training step (log scale)",
            ylabel="alignment with the pure kernel (CKA)", title=title)
     ax.legend(loc="upper left", fontsize=10)
+    return ax
+
+
+def level_lines(ax: plt.Axes, levels: Sequence[float] | torch.Tensor, names: Sequence[str] | None = None,
+                x: float = 0.01, below: Sequence[int] = (), color: str = "grey",
+                ls: str | tuple = (0, (4, 2)), lw: float = 1.0, fontsize: float = 9) -> plt.Axes:
+    """The exact loss levels of a task (``levels``: one loss per level, nats) as horizontal lines on the
+    loss axis ``ax``, each labelled with its entry of ``names`` (no labels when None) at ``x``, a fraction of
+    the axes' width (labels end there when ``x > 0.5``); the levels numbered in ``below`` are labelled under
+    their line (for a level close to the one above it). Used by every figure of loss curves."""
+    values = [float(v) for v in levels]
+    if names is not None and len(names) != len(values):
+        raise ValueError(f"names must name each of the {len(values)} levels, got {len(names)} names")
+    if not 0 <= x <= 1:
+        raise ValueError(f"x must be a fraction of the axes' width in [0, 1], got {x!r}")
+    for k, level in enumerate(values):
+        ax.axhline(level, color=color, ls=ls, lw=lw)
+        if names is not None:
+            ax.annotate(names[k], (x, level), xycoords=ax.get_yaxis_transform(),
+                        xytext=(0, -3 if k in below else 3), textcoords="offset points",
+                        fontsize=fontsize, color="dimgrey" if color == "grey" else color,
+                        ha="right" if x > 0.5 else "left", va="top" if k in below else "bottom")
     return ax
 
 

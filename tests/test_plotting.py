@@ -151,3 +151,27 @@ def test_alignment_plot_draws_every_seed_and_rejects_mismatched_runs():
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="steps_per_run has 1 runs"):
         plotting.alignment_plot([steps], curves)
+
+
+def test_level_lines_draws_and_labels_every_level():
+    _, ax = plt.subplots()
+    ax.set_xscale("log")
+    ax.plot([1, 100], [1.4, 0.8])
+    plotting.level_lines(ax, torch.tensor([1.386, 1.355, 0.786]), ["level 0", "level 1", "level 2"],
+                         below=(1,))
+    draw(ax)
+    levels = [line.get_ydata()[0] for line in ax.get_lines()[1:]]
+    assert levels == pytest.approx([1.386, 1.355, 0.786]), "one horizontal line per level"
+    labels = {t.get_text(): t for t in ax.texts}
+    assert list(labels) == ["level 0", "level 1", "level 2"], "every level is named"
+    assert labels["level 1"].get_va() == "top" and labels["level 0"].get_va() == "bottom", \
+        "a level in `below` is labelled under its line"
+    plt.close(ax.figure)
+    _, ax = plt.subplots()
+    plotting.level_lines(ax, [1.0, 0.5], x=0.99, color="black", ls=":")
+    assert len(ax.get_lines()) == 2 and not ax.texts, "no names, no labels"
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="names must name each of the 2 levels"):
+        plotting.level_lines(ax, [1.0, 0.5], ["one"])
+    with pytest.raises(ValueError, match="x must be a fraction"):
+        plotting.level_lines(ax, [1.0], x=1.5)
