@@ -66,8 +66,9 @@ def plateau_aligns_with_order0(curves: Mapping[str, torch.Tensor], chance: float
 
 
 def twins_merge(twin_cosine: float, other_cosine: float, margin: float = 0.5) -> Claim:
-    """Corollary 1: signature twins (same g_0) are more aligned than tokens of different groups by more
-    than ``margin`` in mean cosine. Fails on untrained (random) embeddings."""
+    """Corollary 1: signature twins (same g_0) move together, more aligned than tokens of different groups by
+    more than ``margin`` in mean cosine (they need not merge: the name is kept for old notebooks). Fails on
+    untrained (random) embeddings."""
     gap = float(twin_cosine) - float(other_cosine)
     return Claim(f"twin cosine - other cosine > {margin}", gap > margin,
                  {"twin_cosine": float(twin_cosine), "other_cosine": float(other_cosine), "gap": gap,
