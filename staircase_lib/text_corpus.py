@@ -165,6 +165,20 @@ class TextCorpus:
                 f"heldout={len(self.heldout_tokens):,}, unk={self.unk_fraction():.1%}{python}, "
                 f"sha256={self.content_hash[:12]})")
 
+    def shuffled(self, seed: int = 0) -> "TextCorpus":
+        """A copy whose training and held-out streams are each randomly permuted: the same words and
+        frequencies, but no word says anything about its neighbours (every skip-gram row is the unigram up to
+        counting noise). The negative control of the bigram claims."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        gen = torch.Generator().manual_seed(seed)
+        copy = object.__new__(TextCorpus)
+        copy.__dict__.update(self.__dict__)
+        copy.tokens = self.tokens[torch.randperm(len(self.tokens), generator=gen)]
+        copy.heldout_tokens = self.heldout_tokens[torch.randperm(len(self.heldout_tokens), generator=gen)]
+        copy.source, copy._skipgrams, copy._levels = f"{self.source} (shuffled, seed {seed})", {}, None
+        return copy
+
     # ----- vocabulary -----------------------------------------------------------------------
     def encode(self, text: str | Sequence[str]) -> torch.Tensor:
         """Token ids of a text or of a list of pieces (unknown words become ``<unk>``): LongTensor[n]."""

@@ -52,6 +52,16 @@ def test_a_shuffled_text_has_no_bigram_level_below_its_unigram_level():
     assert levels["unigram"] - levels["bigram"] < 0.01, levels
 
 
+def test_a_shuffled_corpus_keeps_the_words_and_loses_the_bigram():
+    corpus = TextCorpus.from_text(TOY, vocab_size=3)
+    mixed = corpus.shuffled(seed=1)
+    assert torch.equal(mixed.tokens.sort().values, corpus.tokens.sort().values)
+    assert not torch.equal(mixed.tokens, corpus.tokens) and "shuffled" in mixed.source
+    levels = mixed.ngram_levels()
+    assert levels["unigram"] - levels["bigram"] < 0.01, levels
+    assert corpus.ngram_levels()["unigram"] - corpus.ngram_levels()["bigram"] > 0.1  # the original untouched
+
+
 def test_skipgram_rows_sum_to_one_and_match_the_counts():
     corpus = TextCorpus.from_text(SHORT * 5, vocab_size=8)
     for lag in (1, 2, 3):
