@@ -192,3 +192,58 @@ def test_the_bigram_and_plateau_claims_fail_on_a_shuffled_corpus():
     assert not claim, claim
     assert claim.numbers["rise"]["bigram"] is None  # the bigram alignment never leaves its chance level
     assert not ch8.plateau_on_unigram(run.steps, run.loss, unigram)  # it rests on the unigram and stays there
+
+
+# ----- the recorded runs, on seeds the chapter does not use (it trains and reads seeds 0-2) -----------------
+def _recorded(name: str, gamma: float, seeds=None):
+    result = sl.results.load(name)
+    steps = torch.tensor(result["step"])
+    runs = [r for r in result["runs"] if r["gamma"] == gamma and (seeds is None or r["seed"] in seeds)]
+    assert runs, f"{name} holds no run at gamma {gamma} with seeds {seeds}"
+    return result, steps, runs
+
+
+ORDER0 = ("bigram", "skipgram2", "skipgram3", "bag")
+
+
+def test_the_claims_hold_on_recorded_seeds_the_chapter_does_not_use():
+    result, steps, runs = _recorded("ch8_real_text", 1.0, seeds=(3, 4))
+    assert len(runs) == 2
+    unigram, chance = result["levels"]["unigram"], result["chance"]
+    for run in runs:
+        loss = torch.tensor(run["heldout_loss"])
+        plateau = ch8.plateau_on_unigram(steps, loss, unigram)
+        assert plateau, (run["seed"], plateau)
+        curves = {k: torch.tensor(run[f"cka_{k}"]) for k in ORDER0}
+        first = ch8.bigram_first_and_highest(steps, curves, chance)
+        assert first, (run["seed"], first)
+        t = sl.metrics.stair_time(steps, curves["bigram"], window=3)
+        pair = torch.tensor(run["cka_pair_partial"])  # the pair kernel's order-1 part
+        for name, curve in (("skipgram2", curves["skipgram2"]), ("skipgram3", curves["skipgram3"]),
+                            ("pair_partial", pair)):
+            later = ch8.rises_after(steps, curve, chance[name], t)
+            assert later, (run["seed"], name, later)
+        # the plain pair CKA is diluted below its chance level on the plateau: it cannot read the pair stair
+        plain = torch.tensor(run["cka_pair"])
+        assert float(plain[(steps >= 40) & (steps <= 300)].max()) < chance["pair"] - 0.1
+        # the nulls, on the same runs: the lag-2 curve as the lead, the bigram curve as a later kernel
+        assert not ch8.bigram_first_and_highest(steps, curves, chance, lead="skipgram2")
+        assert not ch8.rises_after(steps, curves["bigram"], chance["bigram"], t)
+
+
+def test_large_init_runs_learn_without_a_plateau():
+    result, steps, _ = _recorded("ch8_real_text", 1.0)
+    unigram = result["levels"]["unigram"]
+    for gamma in (0.5, 0.25):
+        _, large_steps, runs = _recorded("ch8_real_text_large_init", gamma)
+        for run in runs:
+            claim = ch8.plateau_on_unigram(large_steps, torch.tensor(run["heldout_loss"]), unigram)
+            assert not claim, (gamma, run["seed"], claim)
+            assert claim.numbers["final"] < unigram - 0.5, (gamma, run["seed"], claim)  # it did learn
+
+
+def test_the_recorded_results_say_which_corpus_they_used():
+    for name in ("ch8_real_text", "ch8_real_text_large_init", "ch8_real_text_tied", "ch8_real_text_long"):
+        result = sl.results.load(name)
+        assert len(result["corpus"]["sha256"]) == 64 and result["corpus"]["python"].count(".") == 2, name
+        assert set(result["chance"]) >= set(ORDER0) | {"pair", "pair_partial"}, name

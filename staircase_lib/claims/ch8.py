@@ -125,7 +125,7 @@ def pos_transient(steps: torch.Tensor, pos_curve: torch.Tensor, class_stair: int
 
 # ----- real text ----------------------------------------------------------------------------------------
 def plateau_on_unigram(steps: torch.Tensor, loss: torch.Tensor, unigram: float, tolerance: float = 0.1,
-                       min_ratio: float = 3.0, min_drop: float = 0.5) -> Claim:
+                       min_ratio: float = 4.5, min_drop: float = 0.5) -> Claim:
     """The loss rests on the unigram entropy before it falls further, and the run learns.
 
     ``enter``: the first recorded step with ``loss <= unigram + tolerance``; ``leave``: the first step after
