@@ -1,7 +1,12 @@
-"""Chapter 8 at scale: train a tiny GPT (or the window-MLP) on the shipped grammar corpus and save a small
-JSON result (CKA with the POS and class kernels vs step, loss, tokens/s, config) that the chapter can plot.
+"""Chapter 8 at scale: train a tiny GPT (or the window-MLP) on the shipped grammar corpus or on real text (the
+docstrings of Python's standard library, ``--corpus python-docs``) and save a small JSON result (alignment
+curves vs step, loss, tokens/s, config) that the chapter can plot. On the grammar the curves are the CKA with
+the noun-slot (POS) and class kernels; on real text the CKA of the most frequent words with the bigram,
+lag-2, lag-3, bag-of-tokens and pair kernels and the pair kernel's order-1 part (``TextCorpus.alignment``),
+with the held-out loss and the corpus's counted n-gram levels.
 
 One process:             python scripts/train_lm.py --steps 3000 --out lm_result.json
+Real text, on a GPU:     python scripts/train_lm.py --corpus python-docs --seq-len 16 --device auto
 Data-parallel (DDP):     torchrun --standalone --nproc_per_node=2 scripts/train_lm.py --out lm_result.json
 
 Under torchrun every rank draws its own batches (seed + rank), DistributedDataParallel averages the
@@ -29,6 +34,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", choices=["gpt", "mlp"], default="gpt", help="tiny GPT or window-MLP")
+    p.add_argument("--corpus", choices=["grammar", "python-docs"], default="grammar",
+                   help="the synthetic grammar (TinyCorpus) or real text (TextCorpus.from_python_docs)")
+    p.add_argument("--vocab-size", type=int, default=512, help="vocabulary of the real-text corpus")
+    p.add_argument("--words", type=int, default=150, help="frequent words the real-text alignment is read on")
     p.add_argument("--layers", type=int, default=2, help="transformer blocks (gpt)")
     p.add_argument("--heads", type=int, default=2, help="attention heads per block (gpt)")
     p.add_argument("--d-embed", type=int, default=64, help="embedding width d")
@@ -50,15 +59,49 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("lm_result.json"), help="result file (JSON)")
     args = p.parse_args(argv)
     for name in ("layers", "heads", "d_embed", "seq_len", "classes", "nouns_per_class", "sentences", "steps",
-                 "batch_size", "record_every"):
+                 "batch_size", "record_every", "words"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if not (args.lr > 0 and math.isfinite(args.lr)):
         p.error(f"--lr must be a positive number, got {args.lr}")
+    if args.vocab_size <= args.words:
+        p.error(f"--vocab-size must be above --words, got {args.vocab_size} and {args.words}")
     return args
 
 
-def build(args: argparse.Namespace, corpus: TinyCorpus) -> tuple[nn.Module, object]:
+class _GrammarCurves:
+    """The grammar's curves: CKA of the nouns with the slot (POS) and class kernels."""
+
+    names = ("pos", "class", "class_subject", "class_object", "class_place")
+
+    def __init__(self, corpus: TinyCorpus, d_embed: int):
+        self.corpus = corpus
+        self.chance = {k: sl.metrics.cka_chance(corpus.label_kernel(k), d_embed) for k in ("pos", "class")}
+        self.info = {"corpus": "grammar"}
+
+    def __call__(self, embedding: torch.Tensor) -> dict[str, float]:
+        return {k: float(v[0]) for k, v in self.corpus.alignment(embedding[None]).items()}
+
+
+class _TextCurves:
+    """Real text's curves: CKA of the frequent words with the signature kernels (TextCorpus.alignment)."""
+
+    names = ("bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial")
+
+    def __init__(self, corpus: sl.corpus.TextCorpus, d_embed: int, words: int, window: int):
+        self.corpus, self.window = corpus, window
+        self.words = corpus.frequent_words(words)
+        self.kernels = corpus.kernels(self.words, window)
+        self.chance = corpus.alignment_chance(d_embed, self.words, window, self.kernels)
+        self.info = {"corpus": corpus.source, "python": corpus.python_version, "sha256": corpus.content_hash,
+                     "levels": corpus.ngram_levels(), "heldout_tokens": len(corpus.heldout_tokens)}
+
+    def __call__(self, embedding: torch.Tensor) -> dict[str, float]:
+        curves = self.corpus.alignment(embedding[None].double(), self.words, self.window, self.kernels)
+        return {k: float(v[0]) for k, v in curves.items()}
+
+
+def build(args: argparse.Namespace, corpus) -> tuple[nn.Module, object]:
     """The model and its next-token task."""
     V = corpus.vocab_size
     if args.model == "gpt":
@@ -96,8 +139,11 @@ def main(argv: list[str] | None = None) -> dict:
             device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
             torch.cuda.set_device(device)
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    corpus = TinyCorpus(n_sentences=args.sentences, n_classes=args.classes, nouns_per_class=args.nouns_per_class,
-                        seed=args.seed)
+    if args.corpus == "grammar":
+        corpus = TinyCorpus(n_sentences=args.sentences, n_classes=args.classes,
+                            nouns_per_class=args.nouns_per_class, seed=args.seed)
+    else:
+        corpus = sl.corpus.TextCorpus.from_python_docs(args.vocab_size)
     model, task = build(args, corpus)
     model.to(device).train()
     net = _Logits(model)
@@ -113,19 +159,29 @@ def main(argv: list[str] | None = None) -> dict:
     def loss_of(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return loss_fn(logits.flatten(0, -2), labels.flatten())
 
-    kernels = {kind: corpus.label_kernel(kind) for kind in ("pos", "class")}
-    curves = ("pos", "class", "class_subject", "class_object", "class_place")
+    if rank == 0:  # only rank 0 measures
+        measured = (_GrammarCurves(corpus, args.d_embed) if args.corpus == "grammar"
+                    else _TextCurves(corpus, args.d_embed, args.words, args.seq_len))
+    curves = _GrammarCurves.names if args.corpus == "grammar" else _TextCurves.names
     record: dict[str, list] = {"step": [], "loss": [], **{f"cka_{name}": [] for name in curves}}
     if args.model == "gpt":
         record["attention_entropy"] = []
+    heldout = None
+    if args.corpus == "python-docs":
+        split = (corpus.sequences(args.seq_len, split="heldout") if args.model == "gpt" else None)
+        if split is not None:
+            heldout = split.sample(512, torch.Generator(device=device).manual_seed(args.seed + 20_000))
+            record["heldout_loss"] = []
 
     def measure(step: int) -> None:
         with torch.no_grad():
             record["step"].append(step)
             record["loss"].append(float(loss_of(model.logits(eval_batch.tokens), eval_batch.labels)))
-            alignment = corpus.alignment(model.embedding.detach().cpu()[None])
+            alignment = measured(model.embedding.detach().cpu())
             for name in curves:
-                record[f"cka_{name}"].append(float(alignment[name][0]))
+                record[f"cka_{name}"].append(alignment[name])
+            if heldout is not None:
+                record["heldout_loss"].append(float(loss_of(model.logits(heldout.tokens), heldout.labels)))
             if args.model == "gpt":
                 maps = model.attention_maps(eval_batch.tokens[:128])  # [N, layers, heads, L, L]
                 entropy = sl.metrics.attention_entropy(maps, causal=True)[..., 1:].mean()
@@ -156,19 +212,18 @@ def main(argv: list[str] | None = None) -> dict:
         result = {
             "config": {**{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                        "world_size": world, "device": str(device), "vocab_size": corpus.vocab_size,
-                       "corpus_tokens": len(corpus.tokens), "torch": torch.__version__},
+                       "corpus_tokens": len(corpus.tokens), "torch": torch.__version__, **measured.info},
             **record,
             "stair_times": dict(zip(curves, stairs)),
-            "chance": {kind: sl.metrics.cka_chance(kernel, args.d_embed) for kind, kernel in kernels.items()},
+            "chance": measured.chance,
             "tokens_per_step": tokens_per_step,
             "train_seconds": train_seconds,
             "tokens_per_second": tokens_per_step * args.steps / max(train_seconds, 1e-9),
         }
         sl.results.save(result, args.out, indent=1)
-        print(f"wrote {args.out}: loss {record['loss'][0]:.3f} -> {record['loss'][-1]:.3f}, "
-              f"CKA(POS) peak {max(record['cka_pos']):.2f}, CKA(class) final {record['cka_class'][-1]:.2f}, "
-              f"CKA(class | subjects) final {record['cka_class_subject'][-1]:.2f}, stairs {result['stair_times']}, "
-              f"{result['tokens_per_second']:.0f} tokens/s on {world} x {device}")
+        peaks = ", ".join(f"{name} {max(record[f'cka_{name}']):.2f}" for name in curves[:2])
+        print(f"wrote {args.out}: loss {record['loss'][0]:.3f} -> {record['loss'][-1]:.3f}, peak CKA {peaks}, "
+              f"stairs {result['stair_times']}, {result['tokens_per_second']:.0f} tokens/s on {world} x {device}")
     if distributed:
         dist.destroy_process_group()
     return result

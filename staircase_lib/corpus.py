@@ -24,7 +24,7 @@ from ._checks import check_choice, check_finite_float, check_generator, check_po
 from .metrics import alignment_curve
 from .tasks import Batch, conditional_table, count_table
 
-__all__ = ["CONTENT_POS", "WordTokenizer", "TinyCorpus", "NextTokenWindows", "NextTokenSequences"]
+__all__ = ["CONTENT_POS", "WordTokenizer", "TinyCorpus", "TextCorpus", "NextTokenWindows", "NextTokenSequences"]
 
 CONTENT_POS = ("subject", "object", "place")
 """The three noun slots whose words carry a semantic class (the content words)."""
@@ -350,9 +350,9 @@ class TinyCorpus:
 class _CorpusTask:
     """Shared sampling of windows from the corpus stream, on the generator's device."""
 
-    def __init__(self, corpus: TinyCorpus, seq_len: int, name: str):
-        if not isinstance(corpus, TinyCorpus):
-            raise TypeError(f"corpus must be a TinyCorpus, got {type(corpus).__name__}")
+    def __init__(self, corpus, seq_len: int, name: str):
+        if not isinstance(getattr(corpus, "tokens", None), torch.Tensor) or not hasattr(corpus, "vocab_size"):
+            raise TypeError(f"corpus must be a TinyCorpus or a TextCorpus, got {type(corpus).__name__}")
         self.corpus, self.seq_len = corpus, check_positive_int(name, seq_len)
         if seq_len + 1 >= len(corpus.tokens):
             raise ValueError(f"{name}={seq_len} is too long for a corpus of {len(corpus.tokens)} tokens")
@@ -377,7 +377,7 @@ class NextTokenWindows(_CorpusTask):
     the label being the token after the window (for an :class:`~staircase_lib.models.EmbMLP` with concat
     pooling, ``n_labels = V``)."""
 
-    def __init__(self, corpus: TinyCorpus, window: int = 6):
+    def __init__(self, corpus: "TinyCorpus | TextCorpus", window: int = 6):
         super().__init__(corpus, window, "window")
 
     def __repr__(self) -> str:
@@ -393,7 +393,7 @@ class NextTokenSequences(_CorpusTask):
     """Sequence task: ``sample(n, generator)`` gives ``Batch(tokens LongTensor[n, L], labels LongTensor[n, L])``
     with ``labels[:, i]`` the token after ``tokens[:, i]`` (for :class:`~staircase_lib.models.TinyGPT`)."""
 
-    def __init__(self, corpus: TinyCorpus, seq_len: int = 16):
+    def __init__(self, corpus: "TinyCorpus | TextCorpus", seq_len: int = 16):
         super().__init__(corpus, seq_len, "seq_len")
 
     def __repr__(self) -> str:
@@ -403,3 +403,6 @@ class NextTokenSequences(_CorpusTask):
         """Draw ``n`` sequences and their shifted next tokens."""
         w = self._windows(n, generator)
         return Batch(w[:, :-1], w[:, 1:])
+
+
+from .text_corpus import TextCorpus  # noqa: E402  (the real-text corpus, in its own module; it uses the tasks above)

@@ -8,10 +8,10 @@ import torch
 
 from ._checks import check_bool, check_finite_float, check_positive_int, check_square_matrix
 
-__all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "smooth", "stair_time",
-           "stair_times", "attention_entropy", "crossing_time", "half_fall_time", "cosine", "rank_correlation",
-           "principal_components",
-           "neighbour_agreement", "chance_approximation", "angular_coverage"]
+__all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "partial_alignment_curve",
+           "projection_curve", "smooth", "stair_time", "stair_times", "attention_entropy", "crossing_time",
+           "half_fall_time", "cosine", "rank_correlation", "principal_components", "neighbour_agreement",
+           "chance_approximation", "angular_coverage"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -113,6 +113,51 @@ def alignment_curve(embeddings: torch.Tensor, kernel: torch.Tensor, tokens: torc
     g = _centered(gram(embeddings))
     k = _centered(_as_float(kernel))
     return ((g * k).sum((-1, -2)) / (g.norm(dim=(-1, -2)) * k.norm()).clamp_min(1e-300)).float()
+
+
+def _residual(k: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
+    """``k`` (Tensor[..., V, V]) minus its least-squares projection on the span of ``basis`` (Tensor[m, V, V])."""
+    flat_basis = basis.flatten(1)  # [m, V*V]
+    flat = k.flatten(-2)
+    coef = torch.linalg.lstsq(flat_basis.T, flat.reshape(-1, flat.shape[-1]).T).solution  # [m, n]
+    return (flat.reshape(-1, flat.shape[-1]) - (flat_basis.T @ coef).T).reshape(k.shape)
+
+
+def partial_alignment_curve(embeddings: torch.Tensor, kernel: torch.Tensor,
+                            controls: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """Alignment with the part of ``kernel`` that the ``controls`` do not explain: Tensor[T].
+
+    The centred Gram of each snapshot (embeddings Tensor[T, V, d]) and the centred ``kernel`` (Tensor[V, V])
+    are both projected off the span of the centred control kernels (each Tensor[V, V]), and the result is
+    the cosine between the two residuals (a partial CKA). Structure the embeddings share with the controls
+    (even if the kernel shares it too) counts neither for nor against; growth along the controls no longer
+    dilutes it. Near 0 for random embeddings (see :func:`cka_chance` for the chance level of a kernel).
+    """
+    if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 3:
+        raise ValueError(f"embeddings must have shape [T, V, d], got {getattr(embeddings, 'shape', type(embeddings))}")
+    kernel = check_square_matrix("kernel", kernel, embeddings.shape[1])
+    if not isinstance(controls, (list, tuple)) or not controls:
+        raise ValueError("controls must be a non-empty list of kernels Tensor[V, V]")
+    basis = torch.stack([_centered(_as_float(check_square_matrix(f"controls[{i}]", c, embeddings.shape[1])))
+                         for i, c in enumerate(controls)])
+    k = _residual(_centered(_as_float(kernel)), basis)
+    full = _centered(gram(embeddings))
+    g = _residual(full, basis)
+    g_norm = g.norm(dim=(-1, -2))
+    value = (g * k).sum((-1, -2)) / (g_norm * k.norm()).clamp_min(1e-300)
+    # a Gram the controls explain entirely leaves only rounding error: no alignment, not a random cosine
+    return torch.where(g_norm > 1e-8 * full.norm(dim=(-1, -2)), value, torch.zeros_like(value)).float()
+
+
+def projection_curve(embeddings: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    """Unnormalized projection ``<G_c, K_c> / ||K_c||`` of each snapshot's centred Gram on the centred
+    ``kernel``: Tensor[T] from embeddings Tensor[T, V, d]. Unlike CKA it does not fall when the Gram grows
+    along other directions: a CKA that falls while this keeps its height is dilution, not loss."""
+    if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 3:
+        raise ValueError(f"embeddings must have shape [T, V, d], got {getattr(embeddings, 'shape', type(embeddings))}")
+    kernel = check_square_matrix("kernel", kernel, embeddings.shape[1])
+    k = _centered(_as_float(kernel))
+    return ((_centered(gram(embeddings)) * k).sum((-1, -2)) / k.norm().clamp_min(1e-300)).float()
 
 
 def smooth(curve: torch.Tensor, window: int = 1) -> torch.Tensor:

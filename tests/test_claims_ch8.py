@@ -98,3 +98,152 @@ def test_pos_transient_fails_on_a_curve_that_keeps_its_height():
     assert not ch8.pos_transient(STEPS, POS, 450)  # keeps its height
     assert not ch8.pos_transient(STEPS, falling, None)  # no class stair
     assert not ch8.pos_transient(STEPS, _untrained_curves()["pos"], 450)  # untrained
+
+
+# ----- real text -----------------------------------------------------------------------------------------
+# Synthetic histories shaped like the chapter's runs on Python's docstrings (numbers from the recorded runs:
+# the loss rests on the unigram entropy from step ~30 to ~200, the bigram alignment rises there, the lag-2 and
+# lag-3 alignments dip on the plateau and rise after the bigram stair).
+TEXT_STEPS = sl.training.record_steps(sl.training.TrainConfig(steps=4000, record="log"))
+UNIGRAM = 4.33
+
+
+def _text_sigmoid(at: float, low: float, high: float, width: float = 0.12) -> torch.Tensor:
+    x = (TEXT_STEPS.clamp_min(1).double().log10() - torch.tensor(at).log10()) / width
+    return (low + (high - low) * torch.sigmoid(x)).float()
+
+
+SMALL_INIT_LOSS = _text_sigmoid(8, 6.24, UNIGRAM) + _text_sigmoid(300, 0.0, -1.0)
+LARGE_INIT_LOSS = _text_sigmoid(15, 6.24, 3.3, width=0.5)  # gamma 0.5: straight through the unigram level
+NO_LEARNING_LOSS = _text_sigmoid(8, 6.24, UNIGRAM)  # a model that only learns the word frequencies
+CHANCE = {"bigram": 0.13, "skipgram2": 0.14, "skipgram3": 0.11, "bag": 0.13, "pair": 0.42}
+TEXT_CURVES = {
+    "bigram": _text_sigmoid(180, 0.13, 0.72) - _text_sigmoid(1500, 0.0, 0.1),
+    "skipgram2": _text_sigmoid(60, 0.14, 0.08) + _text_sigmoid(900, 0.0, 0.3),
+    "skipgram3": _text_sigmoid(60, 0.11, 0.06) + _text_sigmoid(1200, 0.0, 0.25),
+    "bag": _text_sigmoid(90, 0.13, 0.26),
+    "pair": _text_sigmoid(150, 0.42, 0.2) + _text_sigmoid(2500, 0.0, 0.25),
+}
+
+
+def test_the_plateau_claim_holds_at_small_init_and_fails_at_large_init_or_without_learning():
+    claim = ch8.plateau_on_unigram(TEXT_STEPS, SMALL_INIT_LOSS, UNIGRAM)
+    assert claim, claim
+    assert abs(claim.numbers["loss_on_plateau"] - UNIGRAM) < 0.1
+    large = ch8.plateau_on_unigram(TEXT_STEPS, LARGE_INIT_LOSS, UNIGRAM)
+    assert not large and large.numbers["final"] < UNIGRAM - 0.5, large  # it learns, without a plateau
+    assert not ch8.plateau_on_unigram(TEXT_STEPS, NO_LEARNING_LOSS, UNIGRAM)  # never leaves: no stair
+    assert not ch8.plateau_on_unigram(TEXT_STEPS, SMALL_INIT_LOSS, UNIGRAM - 0.3)  # the wrong level
+    cut = TEXT_STEPS <= 150
+    assert not ch8.plateau_on_unigram(TEXT_STEPS[cut], SMALL_INIT_LOSS[cut], UNIGRAM)  # cut off on the plateau
+
+
+def test_bigram_first_fails_when_fed_the_lag_2_curve_or_a_late_bigram():
+    claim = ch8.bigram_first_and_highest(TEXT_STEPS, TEXT_CURVES, CHANCE)
+    assert claim, claim
+    assert not ch8.bigram_first_and_highest(TEXT_STEPS, TEXT_CURVES, CHANCE, lead="skipgram2")
+    assert not ch8.bigram_first_and_highest(TEXT_STEPS, TEXT_CURVES, CHANCE, lead="skipgram3")
+    swapped = dict(TEXT_CURVES, bigram=TEXT_CURVES["skipgram2"], skipgram2=TEXT_CURVES["bigram"])
+    assert not ch8.bigram_first_and_highest(TEXT_STEPS, swapped, CHANCE)  # the lag-2 curve in the bigram's place
+    flat = dict(TEXT_CURVES, bigram=torch.full_like(TEXT_STEPS, 0.13, dtype=torch.float))
+    assert not ch8.bigram_first_and_highest(TEXT_STEPS, flat, CHANCE)  # never above chance
+
+
+def test_later_kernels_rise_after_the_bigram_stair_and_the_bigram_itself_does_not():
+    t_bigram = sl.metrics.stair_time(TEXT_STEPS, TEXT_CURVES["bigram"], window=3)
+    for name in ("skipgram2", "skipgram3"):
+        claim = ch8.rises_after(TEXT_STEPS, TEXT_CURVES[name], CHANCE[name], t_bigram)
+        assert claim, (name, claim)
+    assert not ch8.rises_after(TEXT_STEPS, TEXT_CURVES["bigram"], CHANCE["bigram"], t_bigram)  # already up
+    assert not ch8.rises_after(TEXT_STEPS, TEXT_CURVES["skipgram2"], CHANCE["skipgram2"], None)  # censored
+    cut = TEXT_STEPS <= 400
+    assert not ch8.rises_after(TEXT_STEPS[cut], TEXT_CURVES["skipgram2"][cut], CHANCE["skipgram2"], t_bigram)
+    assert not ch8.rises_after(TEXT_STEPS, torch.full_like(TEXT_STEPS, 0.14, dtype=torch.float), 0.14, t_bigram)
+
+
+def test_in_every_run_counts_k_of_n():
+    good = ch8.plateau_on_unigram(TEXT_STEPS, SMALL_INIT_LOSS, UNIGRAM)
+    bad = ch8.plateau_on_unigram(TEXT_STEPS, LARGE_INIT_LOSS, UNIGRAM)
+    assert ch8.in_every_run([good, good, good], "plateau")
+    two = ch8.in_every_run([good, bad, good], "plateau")
+    assert not two and two.numbers["holds_in"] == "2 of 3"
+    assert ch8.in_every_run([good, bad, good], "plateau", need=2)
+
+
+def _shuffled_text_run():
+    """A tiny GPT trained for a few hundred steps on Python's docstrings shuffled word by word (the bigram
+    carries nothing): its curves, chance levels and loss."""
+    corpus = sl.corpus.TextCorpus.from_python_docs().shuffled(seed=0)
+    words = corpus.frequent_words(150)
+    kernels = corpus.kernels(words, 16)
+    model = sl.models.TinyGPT(corpus.vocab_size, 16, d_embed=64, n_heads=2, gamma=1.0, seed=7)
+    config = sl.training.TrainConfig(steps=500, lr=3e-3, batch_size=32, record="log", eval_size=256,
+                                     device="cpu", progress=False)
+    run = sl.training.train(model, corpus.sequences(16), config)
+    curves = corpus.alignment(run.embeddings, words, 16, kernels)
+    chance = corpus.alignment_chance(64, words, 16, kernels)
+    return run, curves, chance, corpus.ngram_levels()["unigram"]
+
+
+def test_the_bigram_and_plateau_claims_fail_on_a_shuffled_corpus():
+    run, curves, chance, unigram = _shuffled_text_run()
+    order0 = {k: curves[k] for k in CHANCE}
+    claim = ch8.bigram_first_and_highest(run.steps, order0, chance)
+    assert not claim, claim
+    assert claim.numbers["rise"]["bigram"] is None  # the bigram alignment never leaves its chance level
+    assert not ch8.plateau_on_unigram(run.steps, run.loss, unigram)  # it rests on the unigram and stays there
+
+
+# ----- the recorded runs, on seeds the chapter does not use (it trains and reads seeds 0-2) -----------------
+def _recorded(name: str, gamma: float, seeds=None):
+    result = sl.results.load(name)
+    steps = torch.tensor(result["step"])
+    runs = [r for r in result["runs"] if r["gamma"] == gamma and (seeds is None or r["seed"] in seeds)]
+    assert runs, f"{name} holds no run at gamma {gamma} with seeds {seeds}"
+    return result, steps, runs
+
+
+ORDER0 = ("bigram", "skipgram2", "skipgram3", "bag")
+
+
+def test_the_claims_hold_on_recorded_seeds_the_chapter_does_not_use():
+    result, steps, runs = _recorded("ch8_real_text", 1.0, seeds=(3, 4))
+    assert len(runs) == 2
+    unigram, chance = result["levels"]["unigram"], result["chance"]
+    for run in runs:
+        loss = torch.tensor(run["heldout_loss"])
+        plateau = ch8.plateau_on_unigram(steps, loss, unigram)
+        assert plateau, (run["seed"], plateau)
+        curves = {k: torch.tensor(run[f"cka_{k}"]) for k in ORDER0}
+        first = ch8.bigram_first_and_highest(steps, curves, chance)
+        assert first, (run["seed"], first)
+        t = sl.metrics.stair_time(steps, curves["bigram"], window=3)
+        pair = torch.tensor(run["cka_pair_partial"])  # the pair kernel's order-1 part
+        for name, curve in (("skipgram2", curves["skipgram2"]), ("skipgram3", curves["skipgram3"]),
+                            ("pair_partial", pair)):
+            later = ch8.rises_after(steps, curve, chance[name], t)
+            assert later, (run["seed"], name, later)
+        # the plain pair CKA is diluted below its chance level on the plateau: it cannot read the pair stair
+        plain = torch.tensor(run["cka_pair"])
+        assert float(plain[(steps >= 40) & (steps <= 300)].max()) < chance["pair"] - 0.1
+        # the nulls, on the same runs: the lag-2 curve as the lead, the bigram curve as a later kernel
+        assert not ch8.bigram_first_and_highest(steps, curves, chance, lead="skipgram2")
+        assert not ch8.rises_after(steps, curves["bigram"], chance["bigram"], t)
+
+
+def test_large_init_runs_learn_without_a_plateau():
+    result, steps, _ = _recorded("ch8_real_text", 1.0)
+    unigram = result["levels"]["unigram"]
+    for gamma in (0.5, 0.25):
+        _, large_steps, runs = _recorded("ch8_real_text_large_init", gamma)
+        for run in runs:
+            claim = ch8.plateau_on_unigram(large_steps, torch.tensor(run["heldout_loss"]), unigram)
+            assert not claim, (gamma, run["seed"], claim)
+            assert claim.numbers["final"] < unigram - 0.5, (gamma, run["seed"], claim)  # it did learn
+
+
+def test_the_recorded_results_say_which_corpus_they_used():
+    for name in ("ch8_real_text", "ch8_real_text_large_init", "ch8_real_text_tied", "ch8_real_text_long"):
+        result = sl.results.load(name)
+        assert len(result["corpus"]["sha256"]) == 64 and result["corpus"]["python"].count(".") == 2, name
+        assert set(result["chance"]) >= set(ORDER0) | {"pair", "pair_partial"}, name

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "staircase_lib"
 LAYERS = [
     {"_checks", "_version", "runtime", "cache", "projects", "offline"},
     {"tasks", "metrics", "results"},
-    {"signatures", "corpus"},
+    {"signatures", "corpus", "text_corpus"},
     {"models"},
     {"training", "theory"},
     {"plotting", "widgets"},

@@ -258,3 +258,27 @@ def test_half_fall_time_and_censoring():
     loss = 1.0 / (1.0 + torch.exp((steps - 60) / 5.0))
     assert 50 <= half_fall_time(steps, loss) <= 70
     assert half_fall_time(steps, torch.ones_like(loss)) is None, "a flat curve never falls: censored"
+
+
+def test_partial_alignment_ignores_the_controls_and_sees_the_rest():
+    gen = torch.Generator().manual_seed(3)
+    a, b = torch.randn(30, 2, generator=gen, dtype=torch.float64), torch.randn(30, 2, generator=gen, dtype=torch.float64)
+    Ka, Kb = a @ a.T, b @ b.T
+    only_a = a[None].expand(2, -1, -1)
+    assert float(metrics.partial_alignment_curve(only_a, Kb + Ka, [Ka]).abs().max()) < 1e-6  # all explained
+    both = torch.cat([a, b], 1)[None]
+    assert float(metrics.partial_alignment_curve(both, Kb + Ka, [Ka])[0]) > 0.95  # the rest is b
+    draws = torch.randn(16, 30, 8, generator=gen, dtype=torch.float64)
+    chance = metrics.partial_alignment_curve(draws, Kb, [torch.eye(30, dtype=torch.float64), Ka])
+    assert abs(float(chance.mean())) < 0.1
+    with pytest.raises(ValueError, match="controls"):
+        metrics.partial_alignment_curve(both, Kb, [])
+
+
+def test_projection_grows_with_the_scale_where_cka_does_not():
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(1, 20, 5, generator=gen, dtype=torch.float64)
+    K = x[0] @ x[0].T
+    p1, p2 = metrics.projection_curve(x, K), metrics.projection_curve(2 * x, K)
+    assert torch.allclose(p2, 4 * p1, rtol=1e-5)
+    assert torch.allclose(metrics.alignment_curve(2 * x, K), metrics.alignment_curve(x, K))

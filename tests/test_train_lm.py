@@ -72,3 +72,19 @@ def test_two_process_ddp_run_writes_one_result(tmp_path):
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     _check_result(out, world=2)
     assert list(tmp_path.glob("*.json")) == [out]  # only rank 0 writes
+
+
+def test_real_text_run_records_the_text_kernels_and_the_held_out_loss(tmp_path):
+    out = tmp_path / "text.json"
+    args = TINY  # the grammar's options are ignored on real text
+    env = dict(_env(), STAIRCASE_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.run([sys.executable, str(SCRIPT), *args, "--corpus", "python-docs", "--vocab-size", "64",
+                          "--words", "20", "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["config"]["corpus"] == "python-docs" and len(result["config"]["sha256"]) == 64
+    assert set(result["chance"]) == {"bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial"}
+    assert len(result["cka_bigram"]) == len(result["heldout_loss"]) == 4
+    levels = result["config"]["levels"]
+    assert levels["unigram"] > levels["bigram"] > levels["trigram"]
+    assert result["loss"][-1] < result["loss"][0]

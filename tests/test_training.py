@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 import torch
+import staircase_lib as sl
 
 from staircase_lib.models import EmbLinear, EmbMLP
 from staircase_lib.tasks import StaircaseTask
@@ -311,3 +312,19 @@ def test_log_schedule_trains_and_records_at_its_marks(task):
     history = train(small_model(), task, config(steps=120, record="log", records_per_decade=5))
     assert history.steps.tolist() == record_steps(history.config).tolist()
     assert history.embeddings.shape[0] == len(history.steps)
+
+
+def test_next_token_probes_are_recorded_alone_and_in_an_ensemble():
+    corpus = sl.corpus.TextCorpus.from_text("the cat sat on the mat . " * 200, vocab_size=8)
+    probe = corpus.sequences(6, split="train").sample(16, torch.Generator().manual_seed(1))
+    config = sl.training.TrainConfig(steps=4, record_every=2, batch_size=8, eval_size=16, device="cpu",
+                                     progress=False)
+    models = [sl.models.TinyGPT(8, 6, d_embed=8, seed=s) for s in (0, 1)]
+    runs = sl.training.train_ensemble(models, corpus.sequences(6), config, probes={"held": probe})
+    assert all(run.probes["held"]["loss"].shape == (3,) for run in runs)
+    alone = sl.training.train(sl.models.TinyGPT(8, 6, d_embed=8, seed=0), corpus.sequences(6), config,
+                              probes={"held": probe})
+    assert torch.allclose(alone.probes["held"]["loss"], runs[0].probes["held"]["loss"], atol=1e-4)
+    bad = sl.tasks.Batch(probe.tokens, probe.labels[:, :3])
+    with pytest.raises(ValueError, match="one label per position"):
+        sl.training.train(models[0], corpus.sequences(6), config, probes={"held": bad})

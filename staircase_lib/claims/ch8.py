@@ -1,20 +1,25 @@
-"""Claims of Chapter 8 (see :mod:`staircase_lib.claims`): a tiny language model on the shipped corpus.
+"""Claims of Chapter 8 (see :mod:`staircase_lib.claims`): a tiny language model on real text, and the
+synthetic grammar beside it.
 
-Each predicate takes what the chapter measured (alignment curves over the recorded steps, the attention
-entropy, exact signature rows) and returns a :class:`~staircase_lib.claims.base.Claim` with the numbers it
-decided on. ``tests/test_claims_ch8.py`` runs each one on a negative control (an untrained model, a corpus
-without topic persistence, large initialization, a cut-off run, synthetic histories).
+Each predicate takes what the chapter measured (loss and alignment curves over the recorded steps, the
+counted n-gram levels, chance levels, exact signature rows) and returns a
+:class:`~staircase_lib.claims.base.Claim` with the numbers it decided on; :func:`in_every_run` turns one
+claim per seed into "k of n". ``tests/test_claims_ch8.py`` runs each one on a negative control (large
+initialization, the lag-2 curve in place of the bigram's, a corpus shuffled so that the bigram carries
+nothing, an untrained model, a cut-off run, synthetic histories).
 """
 from __future__ import annotations
 
 import math
+from typing import Mapping, Sequence
 
 import torch
 
-from ..metrics import cka, smooth, stair_time
+from ..metrics import cka, crossing_time, smooth, stair_time
 from .base import Claim
 
-__all__ = ["bigram_blind_to_class", "pos_then_class", "entropy_drop_near_class_stair",
+__all__ = ["plateau_on_unigram", "bigram_first_and_highest", "rises_after", "in_every_run",
+           "bigram_blind_to_class", "pos_then_class", "entropy_drop_near_class_stair",
            "bigram_alignment_first", "persistence_lifts_class", "no_plateau_at_large_init",
            "pos_transient"]
 
@@ -116,3 +121,80 @@ def pos_transient(steps: torch.Tensor, pos_curve: torch.Tensor, class_stair: int
     final = float(pos_curve[-max(1, math.ceil(tail * len(pos_curve))):].mean())
     return Claim(f"CKA(POS) falls by >= {min_drop:g} from its peak to the end", peak - final >= min_drop,
                  {"peak": peak, "final": final, "drop": peak - final})
+
+
+# ----- real text ----------------------------------------------------------------------------------------
+def plateau_on_unigram(steps: torch.Tensor, loss: torch.Tensor, unigram: float, tolerance: float = 0.1,
+                       min_ratio: float = 4.5, min_drop: float = 0.5) -> Claim:
+    """The loss rests on the unigram entropy before it falls further, and the run learns.
+
+    ``enter``: the first recorded step with ``loss <= unigram + tolerance``; ``leave``: the first step after
+    it with ``loss < unigram - tolerance``. Holds if the loss stays in that band for a factor of at least
+    ``min_ratio`` in time (``leave / enter >= min_ratio``: a dwell, on the log-time axis where stairs live)
+    and ends at least ``min_drop`` nats below the unigram level (a model that never learns has no plateau
+    to leave). A loss that never enters or never leaves the band fails. ``steps``, ``loss``: Tensor[T].
+    """
+    enter = crossing_time(steps, loss, unigram + tolerance)
+    later = steps >= enter if enter is not None else torch.zeros_like(steps, dtype=torch.bool)
+    leave = crossing_time(steps[later], loss[later], unigram - tolerance) if later.any() else None
+    final = float(loss[-max(1, len(loss) // 20):].mean())
+    ratio = leave / max(enter, 1) if enter is not None and leave is not None else float("nan")
+    holds = enter is not None and leave is not None and ratio >= min_ratio and final <= unigram - min_drop
+    on = (steps >= enter) & (steps < leave) if enter is not None and leave is not None else later & False
+    return Claim(f"loss within {tolerance:g} of the unigram entropy for a factor >= {min_ratio:g} in time, then "
+                 f">= {min_drop:g} below it", holds,
+                 {"unigram": unigram, "enter": enter, "leave": leave, "dwell_ratio": ratio,
+                  "loss_on_plateau": float(loss[on].mean()) if on.any() else float("nan"),
+                  "final": final})
+
+
+def _rise_time(steps: torch.Tensor, curve: torch.Tensor, chance: float, threshold: float) -> int | None:
+    return crossing_time(steps, curve - chance, threshold, below=False)
+
+
+def bigram_first_and_highest(steps: torch.Tensor, curves: Mapping[str, torch.Tensor],
+                             chance: Mapping[str, float], lead: str = "bigram", threshold: float = 0.2,
+                             window: int = 3) -> Claim:
+    """The ``lead`` alignment rises first and highest: its curve minus its own chance level reaches
+    ``threshold`` before every other curve's does (a curve that never does counts as later), and its peak
+    above chance (curves smoothed over ``window`` records) is the highest of all. ``curves``: name ->
+    Tensor[T] (CKA with each kernel); ``chance``: name -> chance level."""
+    if lead not in curves or set(curves) - set(chance):
+        raise ValueError(f"curves must hold {lead!r} and chance a level for every curve, got {sorted(curves)} "
+                         f"and {sorted(chance)}")
+    rise = {name: _rise_time(steps, smooth(c.double(), window), chance[name], threshold)
+            for name, c in curves.items()}
+    peak = {name: float(smooth(c.double(), window).max()) - chance[name] for name, c in curves.items()}
+    others = [n for n in curves if n != lead]
+    first = rise[lead] is not None and all(rise[n] is None or rise[n] > rise[lead] for n in others)
+    highest = all(peak[lead] > peak[n] for n in others)
+    return Claim(f"CKA({lead}) - chance reaches {threshold:g} before every other kernel's and peaks highest",
+                 first and highest, {"rise": rise, "peak_above_chance": peak})
+
+
+def rises_after(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: int | None,
+                min_rise: float = 0.05, at_most: float = 0.1, window: int = 3, tail: float = 0.1) -> Claim:
+    """A later kernel rises after the bigram stair: the curve (smoothed over ``window`` records) is at most
+    ``at_most`` above its chance level at step ``after`` (the bigram stair), and from there to its mean over
+    the last ``tail`` of the records it gains at least ``min_rise`` and at least as much as it had at the
+    stair (most of its rise comes after). No bigram stair (``after=None``): censored, fails."""
+    values = smooth(curve.double(), window) - chance
+    if after is None or not (steps >= after).any():
+        return Claim(f"rises by >= {min_rise:g} after the bigram stair (censored)", False, {"after": after})
+    at = float(values[int((steps <= after).sum()) - 1])
+    end = float(values[-max(1, math.ceil(tail * len(values))):].mean())
+    holds = at <= at_most and end - at >= max(min_rise, at)
+    return Claim(f"<= {at_most:g} above chance at the bigram stair, then gains >= {min_rise:g} (and more than "
+                 "it had)", holds, {"at_bigram_stair": at, "end": end, "gain": end - at})
+
+
+def in_every_run(claims: Sequence[Claim], name: str, need: int | None = None) -> Claim:
+    """One claim, run once per seed: holds if at least ``need`` of them hold (default: all), and says
+    "k of n" with each run's numbers."""
+    claims = list(claims)
+    if not claims or not all(isinstance(c, Claim) for c in claims):
+        raise ValueError("claims must be a non-empty list of Claim")
+    need = len(claims) if need is None else need
+    k = sum(bool(c) for c in claims)
+    return Claim(f"{name}: holds in {k} of {len(claims)} runs (needs {need}); rule: {claims[0].statement}",
+                 k >= need, {"holds_in": f"{k} of {len(claims)}", "runs": [c.numbers for c in claims]})

@@ -93,7 +93,7 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
         marks = record_steps(config)
         records = run(engine, BatchStream(tasks, seeds, config.batch_size, device), config.steps, marks.tolist(),
                       evaluation_batches(tasks, seeds, config.eval_size, device),
-                      {name: (b.tokens.to(device).expand(K, -1, -1), b.labels.to(device).expand(K, -1))
+                      {name: (b.tokens.to(device).expand(K, -1, -1), b.labels.to(device).expand(K, *b.labels.shape))
                        for name, b in probes.items()},
                       config.lr, config.progress,
                       describe_member=lambda k: (f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma})"
@@ -117,7 +117,9 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
 
 
 def check_probes(probes, vocab_size: int, seq_len: int, n_labels: int) -> dict[str, Batch]:
-    """Check a ``{name: Batch}`` mapping of probe batches against the model's sizes; returns a dict."""
+    """Check a ``{name: Batch}`` mapping of probe batches against the model's sizes; returns a dict.
+
+    A probe's labels are LongTensor[N] (one per sequence) or, for a next-token model, LongTensor[N, L]."""
     if probes is None:
         return {}
     if not isinstance(probes, Mapping):
@@ -129,7 +131,13 @@ def check_probes(probes, vocab_size: int, seq_len: int, n_labels: int) -> dict[s
         if batch.tokens.shape[1] != seq_len:
             raise ValueError(f"probes[{name!r}].tokens must have shape [N, {seq_len}], "
                              f"got {tuple(batch.tokens.shape)}")
-        check_labels(f"probes[{name!r}].labels", batch.labels, batch.tokens.shape[0], n_labels)
+        if batch.labels.dim() == 2:  # a next-token probe: one label per position
+            if batch.labels.shape != batch.tokens.shape:
+                raise ValueError(f"probes[{name!r}].labels must have shape {tuple(batch.tokens.shape)} (one "
+                                 f"label per position) or [N], got {tuple(batch.labels.shape)}")
+            check_tokens(f"probes[{name!r}].labels", batch.labels, n_labels)
+        else:
+            check_labels(f"probes[{name!r}].labels", batch.labels, batch.tokens.shape[0], n_labels)
     return dict(probes)
 
 
