@@ -31,6 +31,7 @@ import torch
 from ._checks import check_positive_int
 from .cache import default_directory
 from .metrics import alignment_curve, partial_alignment_curve
+from .tasks.next_token import NextTokenSequences, NextTokenWindows
 
 __all__ = ["TextCorpus", "UNK", "python_docs_text", "word_pieces"]
 
@@ -362,7 +363,6 @@ class TextCorpus:
     def windows(self, window: int = 6):
         """Next-token task for a window model on the training stream (as :meth:`TinyCorpus.windows`):
         a :class:`~staircase_lib.corpus.NextTokenWindows`."""
-        from .corpus import NextTokenWindows  # corpus re-exports this module: import it when used
 
         return NextTokenWindows(self, window)
 
@@ -370,7 +370,6 @@ class TextCorpus:
         """Next-token task for a causal model (as :meth:`TinyCorpus.sequences`, a
         :class:`~staircase_lib.corpus.NextTokenSequences`) on the training stream, or on the held-out
         stream with ``split="heldout"``."""
-        from .corpus import NextTokenSequences
 
         if split not in ("train", "heldout"):
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
