@@ -33,8 +33,8 @@ __all__ = [
 
 def __getattr__(name: str):
     """``sl.ensemble``, the deprecated home of ``train_ensemble``, loads on first use (the book never uses it)."""
-    if name == "ensemble":
-        from . import ensemble
+    if name == "ensemble":  # import_module, not "from . import": that would ask this function again
+        import importlib
 
-        return ensemble
+        return importlib.import_module(".ensemble", __name__)
     raise AttributeError(f"module 'staircase_lib' has no attribute {name!r}")

@@ -157,3 +157,12 @@ def test_bad_inputs_raise_with_the_argument_name():
         train_ensemble(good, TASK, config, seeds=[1, -2])
     with pytest.raises(TypeError, match="config"):
         train_ensemble(good, TASK, {"steps": 10})
+
+
+def test_the_old_home_sl_ensemble_still_works_and_warns():
+    import staircase_lib as sl
+
+    members = [EmbMLP(**SMALL), EmbMLP(**{**SMALL, "seed": 1})]
+    with pytest.warns(DeprecationWarning, match="sl.training.train_ensemble"):
+        histories = sl.ensemble.train_ensemble(members, TASK, small_config(steps=4, record_every=2))
+    assert len(histories) == 2 and sl.ensemble.train_ensemble.__module__ == "staircase_lib.ensemble"
