@@ -160,6 +160,19 @@ def projection_curve(embeddings: torch.Tensor, kernel: torch.Tensor) -> torch.Te
     return ((_centered(gram(embeddings)) * k).sum((-1, -2)) / k.norm().clamp_min(1e-300)).float()
 
 
+def subspace_norm_curve(embeddings: torch.Tensor, kernel: torch.Tensor, tol: float = 1e-8) -> torch.Tensor:
+    """Frobenius norm of each snapshot's embeddings projected on the range of ``kernel``: Tensor[T] from
+    embeddings Tensor[T, V, d] and a symmetric ``kernel`` Tensor[V, V]. For a pure kernel ``K^(k)`` it is the
+    size of the embeddings' pure order-k component: it stays at its random seed's size until the stair
+    that writes it, and a saddle escape shows as exponential growth (a straight line on a log axis)."""
+    if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 3:
+        raise ValueError(f"embeddings must have shape [T, V, d], got {getattr(embeddings, 'shape', type(embeddings))}")
+    kernel = check_square_matrix("kernel", kernel, embeddings.shape[1])
+    values, vectors = torch.linalg.eigh(_as_float(kernel))
+    basis = vectors[:, values.abs() > tol * values.abs().max().clamp_min(1e-300)]  # [V, r]
+    return (basis.T @ _as_float(embeddings)).norm(dim=(-1, -2)).float()
+
+
 def smooth(curve: torch.Tensor, window: int = 1) -> torch.Tensor:
     """Centred moving average with edge padding: Tensor[T]."""
     check_positive_int("window", window)
@@ -171,11 +184,14 @@ def smooth(curve: torch.Tensor, window: int = 1) -> torch.Tensor:
     return torch.nn.functional.avg_pool1d(x, window, stride=1)[0, 0].to(curve.dtype)
 
 
-def stair_time(steps: torch.Tensor, curve: torch.Tensor, window: int = 1, min_rise: float = 0.1) -> int | None:
+def stair_time(steps: torch.Tensor, curve: torch.Tensor, window: int = 1, min_rise: float = 0.1,
+               interpolate: bool = False) -> int | float | None:
     """Half-rise time of a curve (Chapter 4), or ``None`` if it never rises by ``min_rise``.
 
     After smoothing, ``m_max`` is the curve's maximum and ``m_min`` its minimum before that peak; the
-    stair time is the first step after that minimum where the curve reaches ``(m_min + m_max) / 2``.
+    stair time is the first step after that minimum where the curve reaches ``(m_min + m_max) / 2``
+    (:func:`crossing_time`; with ``interpolate=True`` interpolated between records, a ``float``, so a
+    timing law is not read off the grid of recorded steps).
     """
     if not isinstance(steps, torch.Tensor) or not isinstance(curve, torch.Tensor):
         raise TypeError("steps and curve must be tensors of shape [T]")
@@ -189,15 +205,14 @@ def stair_time(steps: torch.Tensor, curve: torch.Tensor, window: int = 1, min_ri
     if m_max - m_min < min_rise:
         return None
     threshold = m_min + 0.5 * (m_max - m_min)
-    reached = torch.nonzero(values[low:] >= threshold)
-    return int(steps[low + int(reached[0])])
+    return crossing_time(steps[low:], values[low:], threshold, below=False, interpolate=interpolate)
 
 
 def stair_times(steps: torch.Tensor, curves: dict[str, torch.Tensor] | list[torch.Tensor], window: int = 1,
-                min_rise: float = 0.1) -> list[int | None]:
+                min_rise: float = 0.1, interpolate: bool = False) -> list[int | float | None]:
     """``stair_time`` of each curve, in order."""
     values = curves.values() if isinstance(curves, dict) else curves
-    return [stair_time(steps, c, window=window, min_rise=min_rise) for c in values]
+    return [stair_time(steps, c, window=window, min_rise=min_rise, interpolate=interpolate) for c in values]
 
 
 def attention_entropy(attention: torch.Tensor, causal: bool = False) -> torch.Tensor:

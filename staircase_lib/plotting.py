@@ -119,9 +119,11 @@ def attention_heatmap(attention: torch.Tensor, ax: plt.Axes | None = None, title
 
 def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss: torch.Tensor | None = None,
                    stair_times: Sequence[int | None] | None = None, ax: plt.Axes | None = None, logx: bool = True,
-                   title: str = "The Context Staircase", chance: float | None = None) -> plt.Axes:
+                   title: str = "The Context Staircase", chance: float | None = None,
+                   levels: Sequence[float] | torch.Tensor | None = None) -> plt.Axes:
     """Alignment curves (one per order, told apart by colour, line style and marker: :data:`ORDER_STYLES`) and
-    optionally the loss on a second axis; stair times are thin vertical lines in the order's colour."""
+    optionally the loss on a second axis, with the task's exact ``levels`` as :func:`level_lines` on it; stair
+    times are thin vertical lines in the order's colour."""
     ax = _axes(ax, (7.0, 3.6))
     x = steps.detach().cpu().double().clamp_min(1) if logx else steps.detach().cpu().double()
     for k, (label, curve) in enumerate(curves.items()):
@@ -139,6 +141,8 @@ def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss
         twin = ax.twinx()
         twin.plot(x.numpy(), loss.detach().cpu().numpy(), color="black", ls="-", lw=1, alpha=0.6, label="loss")
         twin.set_ylabel("loss (cross-entropy, nats)")
+        if levels is not None:
+            level_lines(twin, levels, [f"level {k}" for k in range(len(levels))], x=0.99, lw=0.8, fontsize=8)
         twin.grid(False)
         twin.spines["right"].set_visible(True)
         lines = ax.get_legend_handles_labels()

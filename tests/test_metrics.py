@@ -282,3 +282,25 @@ def test_projection_grows_with_the_scale_where_cka_does_not():
     p1, p2 = metrics.projection_curve(x, K), metrics.projection_curve(2 * x, K)
     assert torch.allclose(p2, 4 * p1, rtol=1e-5)
     assert torch.allclose(metrics.alignment_curve(2 * x, K), metrics.alignment_curve(x, K))
+
+
+def test_stair_time_interpolates_between_records():
+    steps = torch.tensor([0, 10, 20, 30])
+    curve = torch.tensor([0.0, 0.2, 0.6, 1.0])
+    assert metrics.stair_time(steps, curve) == 20
+    assert metrics.stair_time(steps, curve, interpolate=True) == pytest.approx(17.5)
+
+
+def test_subspace_norm_curve_measures_the_pure_component_and_checks_its_input():
+    task = StaircaseTask()
+    kernel = task.kernel(1)
+    onehot = torch.nn.functional.one_hot(task.attribute(1), 4).double()
+    centred = onehot - onehot.mean(0)
+    other = torch.nn.functional.one_hot(task.attribute(0), 4).double()
+    other = other - other.mean(0)
+    norms = metrics.subspace_norm_curve(torch.stack([centred, other, 3 * centred]), kernel)
+    assert norms[0] == pytest.approx(float(centred.norm()), rel=1e-5)
+    assert norms[1] == pytest.approx(0.0, abs=1e-5), "order-0 structure has no pure order-1 component"
+    assert norms[2] == pytest.approx(3 * float(centred.norm()), rel=1e-5)
+    with pytest.raises(ValueError, match="embeddings"):
+        metrics.subspace_norm_curve(centred, kernel)

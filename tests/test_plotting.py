@@ -124,6 +124,16 @@ def test_staircase_plot_with_everything():
     assert ax.get_ylim() == (-0.02, 1.02)
 
 
+def test_staircase_plot_draws_the_levels_on_the_loss_axis():
+    steps = torch.arange(0, 1001, 50)
+    loss = torch.linspace(1.4, 0.9, len(steps))
+    ax = draw(plotting.staircase_plot(steps, {"order 0": torch.rand(len(steps))}, loss=loss, levels=[1.39, 1.2, 0.9]))
+    twin = ax.figure.axes[1]
+    flat = sorted(line.get_ydata()[0] for line in twin.lines if len(set(line.get_ydata())) == 1)
+    assert flat == pytest.approx([0.9, 1.2, 1.39]), "one horizontal line per level, on the loss axis"
+    assert [t.get_text() for t in twin.texts] == ["level 0", "level 1", "level 2"]
+
+
 def test_staircase_plot_minimal_linear_axis():
     steps = torch.arange(0, 100, 10)
     ax = draw(plotting.staircase_plot(steps, {"order 0": torch.rand(10)}, logx=False, title="t"))

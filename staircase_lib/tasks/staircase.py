@@ -142,6 +142,29 @@ class StaircaseTask:
             levels.append(float(-(truth * predicted.log()).sum(1).mean()))
         return torch.tensor(levels, dtype=torch.get_default_dtype())
 
+    def coarse_level(self, order: int, modulus: int) -> float:
+        """Exact cross-entropy (nats) of the model that knows the rules of orders ``< order`` and the
+        order-``order`` rule label only modulo ``modulus`` (a divisor of the attribute size ``a``).
+
+        ``modulus = a`` gives ``loss_levels()[order + 1]``, ``modulus = 1`` gives ``loss_levels()[order]``;
+        ``modulus = 2`` on the order-2 rule is the *parity sub-stair* of Chapter 4 (the parity of the triple
+        sum is the XOR of the three tokens' parities).
+        """
+        self._check_order(order)
+        check_positive_int("modulus", modulus)
+        a = self.attribute_size
+        if a % modulus:
+            raise ValueError(f"modulus must divide the attribute size {a}, got {modulus}")
+        lam = torch.tensor(self.strengths, dtype=torch.float64)
+        rules = torch.cartesian_prod(*[torch.arange(a)] * self.n_orders).reshape(-1, self.n_orders)  # [a^3, 3]
+        truth = (lam[None, :, None] * torch.nn.functional.one_hot(rules, a).double()).sum(1) + (1 - lam.sum()) / a
+        # the known part of the rule labels: orders < order exactly, order `order` modulo `modulus`
+        known = torch.cat([rules[:, :order], rules[:, order:order + 1] % modulus], dim=1)
+        classes = torch.unique(known, dim=0, return_inverse=True)[1]  # [a^3]
+        means = torch.zeros(int(classes.max()) + 1, a, dtype=torch.float64).index_add_(0, classes, truth)
+        means = means / torch.bincount(classes).double()[:, None]  # Bayes prediction: truth averaged per class
+        return float(-(truth * means[classes].log()).sum(1).mean())
+
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)`` for the positions ``B``: Tensor[V, ..., V, C] (one V axis per position)."""
         positions = check_positions(positions, self.seq_len)
@@ -166,15 +189,23 @@ class StaircaseTask:
         """Exact order-0 signature ``psi^(i)_v(y) = P(y | x_i = v)``: Tensor[V, C]."""
         return self.conditional_label_distribution([position])
 
-    def kernel(self, order: int) -> torch.Tensor:
+    def kernel(self, order: int, modulus: int | None = None) -> torch.Tensor:
         """Exact pure order-k token kernel ``K^(k)`` (Chapter 4; closed form in Appendix A): Tensor[V, V].
 
-        ``K^(k)_{vv'} = (k+1)! * strengths[k]**2 * (1[attr_k(v) = attr_k(v')] - 1/a)``.
+        ``K^(k)_{vv'} = (k+1)! * strengths[k]**2 * (1[attr_k(v) = attr_k(v')] - 1/a)``. With ``modulus``
+        (a divisor of ``a``) the attribute is read modulo ``modulus`` (``1/a`` becomes ``1/modulus``): the
+        kernel of the coarse structure a sub-stair writes (``modulus=2``: the parity of ``attr_k``).
         """
         self._check_order(order)
-        attr = self.attribute(order)
+        a = self.attribute_size
+        if modulus is not None:
+            check_positive_int("modulus", modulus)
+            if a % modulus:
+                raise ValueError(f"modulus must divide the attribute size {a}, got {modulus}")
+        m = a if modulus is None else modulus
+        attr = self.attribute(order) % m
         same = (attr[:, None] == attr[None, :]).to(torch.get_default_dtype())
-        return math.factorial(order + 1) * self.strengths[order] ** 2 * (same - 1.0 / self.attribute_size)
+        return math.factorial(order + 1) * self.strengths[order] ** 2 * (same - 1.0 / m)
 
     def _check_order(self, order: int) -> None:
         if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < self.n_orders:
