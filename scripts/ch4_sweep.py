@@ -13,6 +13,12 @@ Regenerate the three shipped results:
     python scripts/ch4_sweep.py --out staircase_lib/data/ch4_init_sweep.json
     # the chapter's staircase: gamma = 1, three seeds, 20,000 steps (about three minutes on a CPU)
     python scripts/ch4_sweep.py --gammas 1 --steps 20000 --frames 12 --out staircase_lib/data/ch4_staircase.json
+    # the timing law of stair 0 under gradient descent: plain SGD, large batches, three init rates (~5 min)
+    python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 1 1.25 --steps 8000 \
+        --out staircase_lib/data/ch4_gd_timing.json
+    # the saddle escape of the pair stair under gradient descent: gamma = 0.75, two seeds (~8 min)
+    python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 --seeds 0 1 --steps 30000 \
+        --record-every 250 --out staircase_lib/data/ch4_gd_escape.json
     # the activation explorer's views: seed 0 of four activations, 3000 steps (about a minute on a CPU)
     python scripts/ch4_sweep.py --activations gelu tanh quadratic identity --gammas 1 --seeds 0 --steps 3000 \
         --eval-size 2048 --out staircase_lib/data/ch4_activations.json
@@ -42,9 +48,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--d-hidden", type=int, default=256)
     p.add_argument("--steps", type=int, default=20_000)
     p.add_argument("--lr", type=float, default=1e-2)
+    p.add_argument("--optimizer", default="adam", choices=["adam", "sgd"],
+                   help="adam, or plain sgd (no momentum): gradient descent, where the timing laws apply")
     p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--eval-size", type=int, default=8192)
     p.add_argument("--records-per-decade", type=int, default=25)
+    p.add_argument("--record-every", type=int, default=0,
+                   help="record every this many steps (a linear grid) instead of log-spaced records")
     p.add_argument("--frames", type=int, default=0,
                    help="also store the first member's embeddings at this many records, evenly spaced in log step")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -53,8 +63,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("d_embed", "d_hidden", "steps", "batch_size", "eval_size", "records_per_decade"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.frames < 0:
-        p.error(f"--frames must be >= 0, got {args.frames}")
+    for name in ("frames", "record_every"):
+        if getattr(args, name) < 0:
+            p.error(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     if not (args.lr > 0 and math.isfinite(args.lr)):
         p.error(f"--lr must be a positive number, got {args.lr}")
     return args
@@ -65,8 +76,10 @@ def main(argv: list[str] | None = None) -> dict:
     task = sl.tasks.StaircaseTask(strengths=tuple(args.strengths), attribute_size=4, seed=0)
     kernels = [task.kernel(order=k) for k in range(3)]
     grid = [(g, s) for g in args.gammas for s in args.seeds]
-    config = sl.training.TrainConfig(steps=args.steps, lr=args.lr, batch_size=args.batch_size,
-                                     eval_size=args.eval_size, record="log",
+    config = sl.training.TrainConfig(steps=args.steps, lr=args.lr, optimizer=args.optimizer,
+                                     batch_size=args.batch_size,
+                                     eval_size=args.eval_size, record="linear" if args.record_every else "log",
+                                     record_every=args.record_every or 100,
                                      records_per_decade=args.records_per_decade, device=args.device,
                                      progress=False)
     start = time.time()
@@ -88,7 +101,14 @@ def main(argv: list[str] | None = None) -> dict:
             "stair_times": sl.metrics.stair_times(run.steps, curves, window=3),
             "loss": sl.results.rounded(run.loss, 5),
             "cka": sl.results.rounded(curves),
+            # the size of the embeddings' pure order-k components (the saddle escape of each stair)
+            "pure_norm": [sl.results.rounded(sl.metrics.subspace_norm_curve(run.embeddings, K)) for K in kernels],
+            # ... and of what training added to them, E(t) - E(0): a saddle escape is exponential growth here
+            "pure_growth": [sl.results.rounded(sl.metrics.subspace_norm_curve(run.embeddings - run.embeddings[0], K),
+                                               6) for K in kernels],
         })
+        if args.frames:  # with the frames, every member's final embeddings (the chapter's parity check)
+            out["runs"][-1]["final_embeddings"] = sl.results.rounded(run.embeddings[-1])
     if args.frames:
         steps = runs[0].steps.double().clamp_min(1).log()
         targets = torch.linspace(float(steps[0]), float(steps[-1]), args.frames)

@@ -69,7 +69,13 @@ def test_the_chapter_4_results_are_shipped_with_the_chapters_settings():
     assert len(frames["step"]) == len(frames["embeddings"]) >= 8
     assert [len(frames["embeddings"][0]), len(frames["embeddings"][0][0])] == [64, 32]
     views = results.load("ch4_activations")
-    assert {k: views["config"][k] for k in chapter} == chapter
+    assert {k: views["config"][k] for k in chapter} == chapter and views["config"]["eval_size"] == 8192
+    linear = results.load("ch4_linear")  # the identity control runs as long as the staircase it controls
+    assert {k: linear["config"][k] for k in chapter} == chapter
+    assert linear["config"]["activations"] == ["identity"] and linear["step"] == staircase["step"]
+    for name in ("ch4_gd_timing", "ch4_gd_escape"):  # the timing law under plain gradient descent
+        gd = results.load(name)
+        assert gd["config"]["optimizer"] == "sgd" and gd["config"]["strengths"] == chapter["strengths"]
     assert sorted(r["activation"] for r in views["runs"]) == ["gelu", "identity", "quadratic", "tanh"]
     assert all(len(r["loss"]) == len(views["step"]) and len(r["cka"]) == 3 for r in views["runs"])
 
