@@ -100,6 +100,54 @@ def test_saturation_trap_fails_on_runs_that_escape_or_never_collapse():
     assert not ch5.saturation_trap(steps, [collapsed] * 3, [1.36] * 3, [1.36, 1.13, 1.11], LEVELS)
 
 
+def test_saturation_trap_with_stated_counts_asserts_exactly_those_counts():
+    steps = _steps()
+    collapsed = T([1.0] * 7 + [0.05] * 6)
+    forward, backward = [1.36, 1.35, 1.30], [1.08, 1.30, 1.10]  # progress ~0, 0, 0.2 and 1, 0.2, 0.9
+    claim = ch5.saturation_trap(steps, [collapsed] * 3, forward, backward, LEVELS, forward_through=0,
+                                reversed_through=2)
+    assert claim and claim.numbers["reversed_through"] == "2 of 3", claim
+    # nulls: one run more or fewer through the stair, in either task, or no early collapse
+    assert not ch5.saturation_trap(steps, [collapsed] * 3, forward, backward, LEVELS, forward_through=0,
+                                   reversed_through=3)
+    assert not ch5.saturation_trap(steps, [collapsed] * 3, [1.10, 1.35, 1.30], backward, LEVELS,
+                                   forward_through=0, reversed_through=2)
+    uniform = T([1.0] * 11 + [0.2, 0.1])
+    assert not ch5.saturation_trap(steps, [collapsed, uniform, collapsed], forward, backward, LEVELS,
+                                   forward_through=0, reversed_through=2)
+    try:
+        ch5.saturation_trap(steps, [collapsed] * 3, forward, backward, LEVELS, forward_through=0)
+    except ValueError as error:
+        assert "reversed_through" in str(error)
+    else:
+        raise AssertionError("one count without the other must be refused")
+
+
+def test_pair_stair_stalls_fails_on_a_creeping_or_climbing_run():
+    steps = _steps()
+    stuck = T([1.386] * 5 + [1.355] * 8)
+    assert ch5.pair_stair_stalls(steps, [stuck, stuck + 0.005], LEVELS, since=1000)
+    creeping = T([1.386] * 5 + [1.355] * 6 + [1.30, 1.25])  # progress 0 at step 1000, 0.39 at the end
+    assert not ch5.pair_stair_stalls(steps, [stuck, creeping], LEVELS, since=1000)
+    climbed = T([1.386] * 5 + [1.355] * 6 + [1.10, 1.09])
+    assert not ch5.pair_stair_stalls(steps, [climbed], LEVELS, since=1000)
+
+
+def test_recorded_trap_runs_cover_new_seeds_and_the_first_seeds_rule_fails_on_them():
+    result = sl.results.load("ch5_attention")
+    steps, levels = T(result["step"]), T(result["levels"])
+    forward = [r for r in result["runs"] if r["task"] == "forward"]
+    backward = [r for r in result["runs"] if r["task"] == "reversed"]
+    assert {r["seed"] for r in result["runs"]} - set(range(6)), "the recording must hold seeds beyond the page's six"
+    entropy = [T(r["entropy"]) for r in forward]
+    final_f, final_r = [r["loss"][-1] for r in forward], [r["loss"][-1] for r in backward]
+    # the rule that held for the page's first three seeds per task does not hold on all of them
+    assert not ch5.saturation_trap(steps, entropy, final_f, final_r, levels)
+    # the stall is a property of the forward task: the reversed runs climb over the same span
+    assert ch5.pair_stair_stalls(steps, [T(r["loss"]) for r in forward], levels, since=3000)
+    assert not ch5.pair_stair_stalls(steps, [T(r["loss"]) for r in backward], levels, since=3000)
+
+
 def test_table_lists_every_claim():
     claims = {"a": ch5.direct_velocity_holds_then_breaks({1.0: 1.0, 0.75: 1.0, 0.5: 0.1})}
     assert "a" in ch5.table(claims) and "True" in ch5.table(claims)
@@ -147,3 +195,6 @@ def test_the_recording_script_runs_at_tiny_size(tmp_path):
         assert len(run["loss"]) == len(run["entropy"]) == len(run["cka_pooled"]) == len(result["step"])
         assert torch.tensor(run["attention"]).shape == (len(result["step"]), 3, 3)
         assert torch.allclose(torch.tensor(run["attention"]).sum(-1), torch.ones(()), atol=1e-3)
+        assert len(run["value_readout_norm"]) == len(run["query_key_norm"]) == len(result["step"])
+        assert run["value_readout_norm"][0] > 0 and run["query_key_norm"][0] > 0
+
