@@ -198,3 +198,50 @@ def test_the_recording_script_runs_at_tiny_size(tmp_path):
         assert len(run["value_readout_norm"]) == len(run["query_key_norm"]) == len(result["step"])
         assert run["value_readout_norm"][0] > 0 and run["query_key_norm"][0] > 0
 
+
+# ----- the value path grows before the query-key map ------------------------------------------------------------
+@torch.no_grad()
+def _circuit_norms(model):
+    block = model.blocks[0]
+    return (float((model.readout.weight @ block.output.weight @ block.value.weight).norm()),
+            float((block.query.weight.T @ block.key.weight).norm()))
+
+
+def _train_recording_norms(seed, task, steps=120):
+    """A short run of the chapter's model on a seed the book does not use, stepping one batch at a time and
+    reading ||W_U W_O W_V|| and ||W_Q^T W_K|| after each step (the record of the chapter's script)."""
+    model = sl.models.AttentionModel(64, 3, 4, d_embed=32, gamma=1.0, seed=seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(seed)
+    norms = [_circuit_norms(model)]
+    for _ in range(steps):
+        batch = task.sample(512, generator)
+        loss = torch.nn.functional.cross_entropy(model(batch.tokens), batch.labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        norms.append(_circuit_norms(model))
+    values, keys = zip(*norms)
+    return torch.arange(steps + 1), T(values), T(keys)
+
+
+def test_value_path_before_query_key_holds_on_new_seeds_and_fails_on_swapped_or_flat_curves():
+    strengths = (0.15, 0.45, 0.35)
+    runs = [_train_recording_norms(seed, sl.tasks.StaircaseTask(strengths=strengths, reverse=reverse))
+            for seed, reverse in ((20, True), (21, False))]  # seeds the book does not use
+    steps = runs[0][0]
+    values, keys = [r[1] for r in runs], [r[2] for r in runs]
+    claim = ch5.value_path_before_query_key(steps, values, keys)
+    assert claim, claim
+    assert not ch5.value_path_before_query_key(steps, keys, values)  # null: the curves swapped
+    flat = [torch.ones_like(v) for v in values]
+    assert not ch5.value_path_before_query_key(steps, values, flat)  # null: queries and keys never grow
+    assert not ch5.value_path_before_query_key(steps, values, values)  # null: same time is not "before"
+
+
+def test_value_path_before_query_key_holds_on_every_recorded_run():
+    result = sl.results.load("ch5_attention")
+    steps = T(result["step"])
+    claim = ch5.value_path_before_query_key(steps, [T(r["value_readout_norm"]) for r in result["runs"]],
+                                            [T(r["query_key_norm"]) for r in result["runs"]])
+    assert claim, claim

@@ -15,7 +15,7 @@ from .base import Claim, reproduces, table  # table: kept as ch5.table for the c
 
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
            "bag_of_tokens_first", "entropy_drops_with_pair_stair", "saturation_trap", "live_reproduces_recorded",
-           "pair_progress", "pair_stair_stalls", "table"]
+           "pair_progress", "pair_stair_stalls", "growth_time", "value_path_before_query_key", "table"]
 
 
 def mean_pooling_at_init(gammas: Sequence[float], deviations: Sequence[float], d_embed: int,
@@ -149,6 +149,28 @@ def pair_stair_stalls(steps: torch.Tensor, losses: Sequence[torch.Tensor], level
     return Claim(f"pair-stair progress rises by at most {max_gain:g} from step {int(steps[at])} to "
                  f"{int(steps[-1])} in every run", holds,
                  {"gains": gains, "from": int(steps[at]), "to": int(steps[-1])})
+
+
+def growth_time(steps: torch.Tensor, norm: torch.Tensor, factor: float = 10.0) -> int | None:
+    """First recorded step at which ``norm`` Tensor[T] reaches ``factor`` times its first record (None if never)."""
+    norm = torch.as_tensor(norm, dtype=torch.float64)
+    return crossing_time(steps, norm / norm[0], factor, below=False)
+
+
+def value_path_before_query_key(steps: torch.Tensor, value_readout: Sequence[torch.Tensor],
+                                query_key: Sequence[torch.Tensor], factor: float = 10.0) -> Claim:
+    """The value-readout map grows before the query-key map: in every run (one Tensor[T] of norms per run in
+    each list, ``||W_U W_O W_V||`` and ``||W_Q^T W_K||``), the first step at which ``||W_U W_O W_V||`` reaches
+    ``factor`` times its initial value comes strictly before the step at which ``||W_Q^T W_K||`` does. A run in
+    which either never grows that much is censored and fails."""
+    if len(value_readout) != len(query_key) or not len(value_readout):
+        raise ValueError(f"value_readout and query_key must list the same runs (at least one), got "
+                         f"{len(value_readout)} and {len(query_key)}")
+    value_times = [growth_time(steps, v, factor) for v in value_readout]
+    key_times = [growth_time(steps, q, factor) for q in query_key]
+    holds = all(v is not None and q is not None and v < q for v, q in zip(value_times, key_times))
+    return Claim(f"||W_U W_O W_V|| grows {factor:g}x before ||W_Q^T W_K|| does, in every run", holds,
+                 {"value_readout_times": value_times, "query_key_times": key_times})
 
 
 def live_reproduces_recorded(live: Mapping[str, Sequence[int | None]], recorded: Mapping[str, Sequence[int | None]],
