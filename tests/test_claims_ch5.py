@@ -245,3 +245,20 @@ def test_value_path_before_query_key_holds_on_every_recorded_run():
     claim = ch5.value_path_before_query_key(steps, [T(r["value_readout_norm"]) for r in result["runs"]],
                                             [T(r["query_key_norm"]) for r in result["runs"]])
     assert claim, claim
+
+
+def test_entropy_drop_and_bag_of_tokens_hold_on_the_recorded_seeds_the_page_does_not_plot():
+    result = sl.results.load("ch5_attention")
+    steps = T(result["step"])
+    new = [r for r in result["runs"] if r["seed"] >= 6]
+    assert {r["task"] for r in new} == {"reversed", "forward"} and len(new) >= 4
+    for run in new:
+        entropy = T(run["entropy"])
+        if run["task"] == "reversed":
+            stair = sl.metrics.stair_times(steps, [T(c) for c in run["cka"]])[1]
+            claim = ch5.entropy_drops_with_pair_stair(steps, entropy, stair)
+            # null: the same run's entropy paired with a stair ten times later
+            assert not ch5.entropy_drops_with_pair_stair(steps, entropy, 10 * stair)
+        else:
+            claim = ch5.bag_of_tokens_first(steps, entropy, T(run["cka_pooled"]))
+        assert claim, (run["seed"], claim)
