@@ -100,6 +100,54 @@ def test_saturation_trap_fails_on_runs_that_escape_or_never_collapse():
     assert not ch5.saturation_trap(steps, [collapsed] * 3, [1.36] * 3, [1.36, 1.13, 1.11], LEVELS)
 
 
+def test_saturation_trap_with_stated_counts_asserts_exactly_those_counts():
+    steps = _steps()
+    collapsed = T([1.0] * 7 + [0.05] * 6)
+    forward, backward = [1.36, 1.35, 1.30], [1.08, 1.30, 1.10]  # progress ~0, 0, 0.2 and 1, 0.2, 0.9
+    claim = ch5.saturation_trap(steps, [collapsed] * 3, forward, backward, LEVELS, forward_through=0,
+                                reversed_through=2)
+    assert claim and claim.numbers["reversed_through"] == "2 of 3", claim
+    # nulls: one run more or fewer through the stair, in either task, or no early collapse
+    assert not ch5.saturation_trap(steps, [collapsed] * 3, forward, backward, LEVELS, forward_through=0,
+                                   reversed_through=3)
+    assert not ch5.saturation_trap(steps, [collapsed] * 3, [1.10, 1.35, 1.30], backward, LEVELS,
+                                   forward_through=0, reversed_through=2)
+    uniform = T([1.0] * 11 + [0.2, 0.1])
+    assert not ch5.saturation_trap(steps, [collapsed, uniform, collapsed], forward, backward, LEVELS,
+                                   forward_through=0, reversed_through=2)
+    try:
+        ch5.saturation_trap(steps, [collapsed] * 3, forward, backward, LEVELS, forward_through=0)
+    except ValueError as error:
+        assert "reversed_through" in str(error)
+    else:
+        raise AssertionError("one count without the other must be refused")
+
+
+def test_pair_stair_stalls_fails_on_a_creeping_or_climbing_run():
+    steps = _steps()
+    stuck = T([1.386] * 5 + [1.355] * 8)
+    assert ch5.pair_stair_stalls(steps, [stuck, stuck + 0.005], LEVELS, since=1000)
+    creeping = T([1.386] * 5 + [1.355] * 6 + [1.30, 1.25])  # progress 0 at step 1000, 0.39 at the end
+    assert not ch5.pair_stair_stalls(steps, [stuck, creeping], LEVELS, since=1000)
+    climbed = T([1.386] * 5 + [1.355] * 6 + [1.10, 1.09])
+    assert not ch5.pair_stair_stalls(steps, [climbed], LEVELS, since=1000)
+
+
+def test_recorded_trap_runs_cover_new_seeds_and_the_first_seeds_rule_fails_on_them():
+    result = sl.results.load("ch5_attention")
+    steps, levels = T(result["step"]), T(result["levels"])
+    forward = [r for r in result["runs"] if r["task"] == "forward"]
+    backward = [r for r in result["runs"] if r["task"] == "reversed"]
+    assert {r["seed"] for r in result["runs"]} - set(range(6)), "the recording must hold seeds beyond the page's six"
+    entropy = [T(r["entropy"]) for r in forward]
+    final_f, final_r = [r["loss"][-1] for r in forward], [r["loss"][-1] for r in backward]
+    # the rule that held for the page's first three seeds per task does not hold on all of them
+    assert not ch5.saturation_trap(steps, entropy, final_f, final_r, levels)
+    # the stall is a property of the forward task: the reversed runs climb over the same span
+    assert ch5.pair_stair_stalls(steps, [T(r["loss"]) for r in forward], levels, since=3000)
+    assert not ch5.pair_stair_stalls(steps, [T(r["loss"]) for r in backward], levels, since=3000)
+
+
 def test_table_lists_every_claim():
     claims = {"a": ch5.direct_velocity_holds_then_breaks({1.0: 1.0, 0.75: 1.0, 0.5: 0.1})}
     assert "a" in ch5.table(claims) and "True" in ch5.table(claims)
@@ -147,3 +195,70 @@ def test_the_recording_script_runs_at_tiny_size(tmp_path):
         assert len(run["loss"]) == len(run["entropy"]) == len(run["cka_pooled"]) == len(result["step"])
         assert torch.tensor(run["attention"]).shape == (len(result["step"]), 3, 3)
         assert torch.allclose(torch.tensor(run["attention"]).sum(-1), torch.ones(()), atol=1e-3)
+        assert len(run["value_readout_norm"]) == len(run["query_key_norm"]) == len(result["step"])
+        assert run["value_readout_norm"][0] > 0 and run["query_key_norm"][0] > 0
+
+
+# ----- the value path grows before the query-key map ------------------------------------------------------------
+@torch.no_grad()
+def _circuit_norms(model):
+    block = model.blocks[0]
+    return (float((model.readout.weight @ block.output.weight @ block.value.weight).norm()),
+            float((block.query.weight.T @ block.key.weight).norm()))
+
+
+def _train_recording_norms(seed, task, steps=120):
+    """A short run of the chapter's model on a seed the book does not use, stepping one batch at a time and
+    reading ||W_U W_O W_V|| and ||W_Q^T W_K|| after each step (the record of the chapter's script)."""
+    model = sl.models.AttentionModel(64, 3, 4, d_embed=32, gamma=1.0, seed=seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(seed)
+    norms = [_circuit_norms(model)]
+    for _ in range(steps):
+        batch = task.sample(512, generator)
+        loss = torch.nn.functional.cross_entropy(model(batch.tokens), batch.labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        norms.append(_circuit_norms(model))
+    values, keys = zip(*norms)
+    return torch.arange(steps + 1), T(values), T(keys)
+
+
+def test_value_path_before_query_key_holds_on_new_seeds_and_fails_on_swapped_or_flat_curves():
+    strengths = (0.15, 0.45, 0.35)
+    runs = [_train_recording_norms(seed, sl.tasks.StaircaseTask(strengths=strengths, reverse=reverse))
+            for seed, reverse in ((20, True), (21, False))]  # seeds the book does not use
+    steps = runs[0][0]
+    values, keys = [r[1] for r in runs], [r[2] for r in runs]
+    claim = ch5.value_path_before_query_key(steps, values, keys)
+    assert claim, claim
+    assert not ch5.value_path_before_query_key(steps, keys, values)  # null: the curves swapped
+    flat = [torch.ones_like(v) for v in values]
+    assert not ch5.value_path_before_query_key(steps, values, flat)  # null: queries and keys never grow
+    assert not ch5.value_path_before_query_key(steps, values, values)  # null: same time is not "before"
+
+
+def test_value_path_before_query_key_holds_on_every_recorded_run():
+    result = sl.results.load("ch5_attention")
+    steps = T(result["step"])
+    claim = ch5.value_path_before_query_key(steps, [T(r["value_readout_norm"]) for r in result["runs"]],
+                                            [T(r["query_key_norm"]) for r in result["runs"]])
+    assert claim, claim
+
+
+def test_entropy_drop_and_bag_of_tokens_hold_on_the_recorded_seeds_the_page_does_not_plot():
+    result = sl.results.load("ch5_attention")
+    steps = T(result["step"])
+    new = [r for r in result["runs"] if r["seed"] >= 6]
+    assert {r["task"] for r in new} == {"reversed", "forward"} and len(new) >= 4
+    for run in new:
+        entropy = T(run["entropy"])
+        if run["task"] == "reversed":
+            stair = sl.metrics.stair_times(steps, [T(c) for c in run["cka"]])[1]
+            claim = ch5.entropy_drops_with_pair_stair(steps, entropy, stair)
+            # null: the same run's entropy paired with a stair ten times later
+            assert not ch5.entropy_drops_with_pair_stair(steps, entropy, 10 * stair)
+        else:
+            claim = ch5.bag_of_tokens_first(steps, entropy, T(run["cka_pooled"]))
+        assert claim, (run["seed"], claim)

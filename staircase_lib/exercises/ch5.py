@@ -10,7 +10,7 @@ from ._core import _compare, _exercise, _fail
 __all__ = ["check_epsilon_slope", "check_normalized_entropy", "check_focus_position"]
 
 
-@_exercise("ex-5.1", "The epsilon^4 law", function="epsilon_slope", difficulty=1, minutes=15)
+@_exercise("ex-5.2", "The epsilon^4 law", function="epsilon_slope", difficulty=1, minutes=15)
 def check_epsilon_slope(epsilon_slope: Callable) -> None:
     """Check ``epsilon_slope(gammas, deviations, d_embed) -> float``: the log-log slope of the deviation
     from uniform attention against ``eps = d_embed ** (1/2 - gamma)``."""
@@ -19,14 +19,14 @@ def check_epsilon_slope(epsilon_slope: Callable) -> None:
         eps = d ** (0.5 - gammas)
         got = epsilon_slope(gammas, scale * eps**power, d)
         if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
-            _fail("ex-5.1", f"return one number (the slope), got {type(got).__name__}")
+            _fail("ex-5.2", f"return one number (the slope), got {type(got).__name__}")
         if abs(float(got) - power) > 1e-6:
-            _fail("ex-5.1", f"deviations = {scale} * eps**{power} with d_embed={d} should give slope {power}, got "
+            _fail("ex-5.2", f"deviations = {scale} * eps**{power} with d_embed={d} should give slope {power}, got "
                             f"{float(got):.4f}. Hint: fit log(deviation) against log(eps), eps = d**(1/2 - gamma), "
                             "by least squares (the slope is positive: deviations shrink as eps shrinks)")
 
 
-@_exercise("ex-5.2", "Normalized attention entropy", function="normalized_entropy", difficulty=1, minutes=15)
+@_exercise("ex-5.3", "Normalized attention entropy", function="normalized_entropy", difficulty=1, minutes=15)
 def check_normalized_entropy(normalized_entropy: Callable) -> None:
     """Check ``normalized_entropy(attention Tensor[..., L, L]) -> Tensor[..., L]`` on known distributions."""
     from ..metrics import attention_entropy
@@ -36,10 +36,10 @@ def check_normalized_entropy(normalized_entropy: Callable) -> None:
              "random rows": random_rows / random_rows.sum(-1, keepdim=True),
              "rows with zeros": torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.2, 0.8], [1 / 3, 1 / 3, 1 / 3]])}
     for what, attention in cases.items():
-        _compare("ex-5.2", normalized_entropy(attention), attention_entropy(attention), what, atol=1e-5)
+        _compare("ex-5.3", normalized_entropy(attention), attention_entropy(attention), what, atol=1e-5)
 
 
-@_exercise("ex-5.3", "Where will attention look?", function="focus_position", difficulty=2, minutes=20)
+@_exercise("ex-5.1", "Where will attention look?", function="focus_position", difficulty=2, minutes=20)
 def check_focus_position(focus_position: Callable) -> None:
     """Check ``focus_position(task) -> int``: the position a last-position readout attends to after training
     on a three-attribute task (forward or reversed) with an order-0 rule."""
@@ -53,4 +53,4 @@ def check_focus_position(focus_position: Callable) -> None:
                            "is through attention, so the order-0 stair pulls attention onto it (the saturation trap)")):
             got = focus_position(StaircaseTask(strengths=strengths, reverse=reverse))
             if got != answer:
-                _fail("ex-5.3", f"StaircaseTask(strengths={strengths}, reverse={reverse}): got {got!r}. Hint: {hint}")
+                _fail("ex-5.1", f"StaircaseTask(strengths={strengths}, reverse={reverse}): got {got!r}. Hint: {hint}")
