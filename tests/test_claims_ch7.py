@@ -128,6 +128,7 @@ def test_new_seeds_order_pc1_arc_and_ring(fresh_runs):
     assert not ch7.signature_order(_col(large, "spearman"))
     assert not ch7.pc1_orders(_col(large, "pc1"))
     assert not ch7.ring(_col(large, "coverage"), _col(large, "in order"))
+    assert not ch7.arc(_col(ring, "coverage"))  # a ring is not an arc
 
 
 def test_new_seeds_large_init_learns_without_order(fresh_runs):
