@@ -95,7 +95,11 @@ def fresh_runs():
                                      eval_size=1024, device="cpu", progress=False)
     members = [sl.models.EmbMLP(N, 2, integer.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
                for g in (1.0, 0.25) for s in NEW_SEEDS]
-    runs = sl.training.train_ensemble(members, seen, config, seeds=NEW_SEEDS * 2, probes={"held out": held_out})
+    for s in NEW_SEEDS:  # small network, embedding matrix alone drawn at gamma 0.25
+        members.append(sl.models.EmbMLP(N, 2, integer.n_labels, d_embed=32, d_hidden=128, gamma=1.0, seed=s))
+        with torch.no_grad():
+            members[-1].embedding.copy_(members[NEW_SEEDS.index(s) + 2].embedding)
+    runs = sl.training.train_ensemble(members, seen, config, seeds=NEW_SEEDS * 3, probes={"held out": held_out})
     ring_members = [sl.models.EmbMLP(N, 2, N, d_embed=32, d_hidden=128, gamma=1.0, seed=s) for s in NEW_SEEDS]
     ring_runs = sl.training.train_ensemble(ring_members, modular, replace(config, steps=500), seeds=NEW_SEEDS)
 
@@ -109,7 +113,8 @@ def fresh_runs():
             "held out": float(run.probes["held out"]["accuracy"][-1]) if run.probes else None}
 
     return {"small": [measure(r, seen.kernel()) for r in runs[:2]],
-            "large": [measure(r, seen.kernel()) for r in runs[2:]],
+            "large": [measure(r, seen.kernel()) for r in runs[2:4]],
+            "mixed": [measure(r, seen.kernel()) for r in runs[4:]],
             "ring": [measure(r, modular.kernel()) for r in ring_runs]}
 
 
@@ -186,3 +191,12 @@ def test_split_pairs_partitions_the_table():
         task.split_pairs(1.0)
     with pytest.raises(ValueError, match="shape"):
         sl.tasks.AdditionTask(N, pairs=torch.ones(3, 3, dtype=torch.bool))
+
+
+def test_new_seeds_order_without_generalization(fresh_runs):
+    mixed, small = fresh_runs["mixed"], fresh_runs["small"]
+    assert ch7.order_without_generalization(_col(mixed, "spearman"), _col(mixed, "pc1"), _col(mixed, "held out")), mixed
+    # nulls: the small-init runs generalize; the large-init runs are not ordered
+    assert not ch7.order_without_generalization(_col(small, "spearman"), _col(small, "pc1"), _col(small, "held out"))
+    large = fresh_runs["large"]
+    assert not ch7.order_without_generalization(_col(large, "spearman"), _col(large, "pc1"), _col(large, "held out"))

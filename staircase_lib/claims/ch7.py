@@ -15,7 +15,7 @@ from .base import Claim
 
 __all__ = ["geometry", "signature_order", "pc1_orders", "learned_without_order", "ring", "arc",
            "no_ring_at_large_init", "order_in_first_stage", "order_before_accuracy", "keeps_initial_geometry",
-           "initial_geometry", "generalizes_to_held_out"]
+           "initial_geometry", "generalizes_to_held_out", "order_without_generalization"]
 
 
 def geometry(embeddings: torch.Tensor, kernel: torch.Tensor) -> dict[str, float]:
@@ -143,3 +143,15 @@ def generalizes_to_held_out(held_small: Sequence[float], held_large: Sequence[fl
                  f"(which fits its pairs, > {fit_above:g}), every seed",
                  low > small_above and high < large_below and fit > fit_above,
                  {"min_small": low, "max_large": high, "min_fit_large": fit})
+
+
+def order_without_generalization(spearman: Sequence[float], pc1: Sequence[float], held_out: Sequence[float],
+                                 order_above: float = 0.8, pc1_above: float = 0.9,
+                                 held_below: float = 0.1) -> Claim:
+    """An order the measures detect is not enough: in every seed the embeddings pass the order tests (Spearman >
+    ``order_above``, |Spearman(PC1, number)| > ``pc1_above``) and the run answers fewer than ``held_below`` of
+    the held-out pairs."""
+    low_order, low_pc1, high = min(spearman), min(pc1), max(held_out)
+    return Claim(f"ordered (Spearman > {order_above:g}, PC1 > {pc1_above:g}) yet held-out accuracy < {held_below:g}, "
+                 "every seed", low_order > order_above and low_pc1 > pc1_above and high < held_below,
+                 {"min_spearman": low_order, "min_pc1": low_pc1, "max_held_out": high})
