@@ -14,7 +14,8 @@ import torch
 from .base import Claim
 
 __all__ = ["geometry", "signature_order", "pc1_orders", "learned_without_order", "ring", "arc",
-           "no_ring_at_large_init", "order_in_first_stage"]
+           "no_ring_at_large_init", "order_in_first_stage", "order_before_accuracy", "keeps_initial_geometry",
+           "initial_geometry", "generalizes_to_held_out", "order_without_generalization"]
 
 
 def geometry(embeddings: torch.Tensor, kernel: torch.Tensor) -> dict[str, float]:
@@ -96,3 +97,61 @@ def order_in_first_stage(spearman_at_step: Sequence[float], threshold: float = 0
     low = min(spearman_at_step)
     return Claim(f"median Spearman at the early step > {threshold:g} in every small-init group", low > threshold,
                  {"min": low, "threshold": threshold})
+
+
+def order_before_accuracy(order_steps: Sequence[float | None], accuracy_steps: Sequence[float | None]) -> Claim:
+    """The order comes first: in every run the rank correlation reaches its level (``order_steps``, the first
+    step at or above it; None if never) before the accuracy reaches its level (``accuracy_steps``; None if
+    never). A run whose order never comes, or whose accuracy rises first, fails."""
+    if len(order_steps) != len(accuracy_steps) or not order_steps:
+        raise ValueError(f"order_steps and accuracy_steps need one entry per run, got {len(order_steps)} and "
+                         f"{len(accuracy_steps)}")
+    pairs = list(zip(order_steps, accuracy_steps))
+    holds = all(o is not None and a is not None and o < a for o, a in pairs)
+    return Claim("every run: rank correlation reaches its level before the accuracy reaches its level", holds,
+                 {"order_steps": list(order_steps), "accuracy_steps": list(accuracy_steps)})
+
+
+def initial_geometry(embeddings: torch.Tensor) -> float:
+    """CKA between the first and the last embedding matrix of a run (Tensor[T, n, d]): near 1 when the
+    final embeddings keep the geometry (centred Gram matrix) they started with."""
+    from ..metrics import cka
+
+    first, last = embeddings[0].double(), embeddings[-1].double()
+    return cka(last, first @ first.T, x_is_gram=False)
+
+
+def keeps_initial_geometry(cka_large: Sequence[float], cka_small: Sequence[float], large_above: float = 0.8,
+                           small_below: float = 0.5) -> Claim:
+    """At large initialization the embeddings keep their random initial geometry (CKA of the final with the
+    initial embeddings > ``large_above`` in every seed), at small initialization they do not (< ``small_below``
+    in every seed)."""
+    low, high = min(cka_large), max(cka_small)
+    return Claim(f"CKA(final, initial embeddings) > {large_above:g} at large init and < {small_below:g} at small "
+                 "init, every seed", low > large_above and high < small_below,
+                 {"min_large": low, "max_small": high})
+
+
+def generalizes_to_held_out(held_small: Sequence[float], held_large: Sequence[float],
+                            fit_large: Sequence[float], small_above: float = 0.5, large_below: float = 0.1,
+                            fit_above: float = 0.95) -> Claim:
+    """What the order buys: in every seed the small-init run answers more than ``small_above`` of the pairs it
+    never saw, the large-init run fewer than ``large_below``, although the large-init run fits its training
+    pairs (accuracy > ``fit_above``: the control learned)."""
+    low, high, fit = min(held_small), max(held_large), min(fit_large)
+    return Claim(f"held-out accuracy > {small_above:g} at small init, < {large_below:g} at large init "
+                 f"(which fits its pairs, > {fit_above:g}), every seed",
+                 low > small_above and high < large_below and fit > fit_above,
+                 {"min_small": low, "max_large": high, "min_fit_large": fit})
+
+
+def order_without_generalization(spearman: Sequence[float], pc1: Sequence[float], held_out: Sequence[float],
+                                 order_above: float = 0.8, pc1_above: float = 0.9,
+                                 held_below: float = 0.1) -> Claim:
+    """An order the measures detect is not enough: in every seed the embeddings pass the order tests (Spearman >
+    ``order_above``, |Spearman(PC1, number)| > ``pc1_above``) and the run answers fewer than ``held_below`` of
+    the held-out pairs."""
+    low_order, low_pc1, high = min(spearman), min(pc1), max(held_out)
+    return Claim(f"ordered (Spearman > {order_above:g}, PC1 > {pc1_above:g}) yet held-out accuracy < {held_below:g}, "
+                 "every seed", low_order > order_above and low_pc1 > pc1_above and high < held_below,
+                 {"min_spearman": low_order, "min_pc1": low_pc1, "max_held_out": high})

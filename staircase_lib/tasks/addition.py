@@ -19,10 +19,14 @@ class AdditionTask:
     by ``a``, the order-0 kernel depends only on ``a - a'``: Toeplitz for the integer sum, circulant for the
     modular one (whose signatures are informative only when ``operand_width < n_numbers``: with uniform
     operands on the whole circle every ``P(y | x_i)`` is uniform).
+
+    ``pairs`` (two operands only): BoolTensor[n_numbers, operand_width], the pairs ``(x_0, x_1)`` the task
+    draws from (uniformly among the True entries; default all). :meth:`split_pairs` makes such a task
+    and the batch of the pairs it leaves out, for tests of generalization to pairs never seen.
     """
 
     def __init__(self, n_numbers: int = 30, n_operands: int = 2, modular: bool = False,
-                 operand_width: int | None = None, seed: int = 0):
+                 operand_width: int | None = None, seed: int = 0, pairs: torch.Tensor | None = None):
         self.n_numbers = check_positive_int("n_numbers", n_numbers, minimum=2)
         self.seq_len = check_positive_int("n_operands", n_operands, minimum=2)
         check_bool("modular", modular)
@@ -34,10 +38,41 @@ class AdditionTask:
         check_nonnegative_int("seed", seed)
         self.seed = seed
         self._generator = torch.Generator().manual_seed(seed)
+        self.pairs = None if pairs is None else self._check_pairs(pairs)
+
+    def _check_pairs(self, pairs) -> torch.Tensor:
+        shape = (self.n_numbers, self.operand_width)
+        if not isinstance(pairs, torch.Tensor) or pairs.dtype != torch.bool:
+            raise TypeError(f"pairs must be a BoolTensor of shape {shape}, got {pairs!r:.80}")
+        if self.seq_len != 2 or tuple(pairs.shape) != shape:
+            raise ValueError(f"pairs needs n_operands=2 and shape {shape}, got n_operands={self.seq_len} "
+                             f"and shape {tuple(pairs.shape)}")
+        if not pairs.any():
+            raise ValueError("pairs must allow at least one pair, got an all-False mask")
+        return pairs.clone()
+
+    def split_pairs(self, train_fraction: float, seed: int = 0) -> tuple["AdditionTask", Batch]:
+        """A copy of the task that draws only a random ``train_fraction`` of the pairs ``(x_0, x_1)``, and
+        the held-out pairs, each once: Batch(tokens LongTensor[M, 2], labels LongTensor[M]). The split is
+        a function of ``seed``; needs two operands and no ``pairs`` mask of its own."""
+        if self.seq_len != 2 or self.pairs is not None:
+            raise ValueError("split_pairs needs n_operands=2 and a task without a pairs mask")
+        if not isinstance(train_fraction, (int, float)) or not 0 < train_fraction < 1:
+            raise ValueError(f"train_fraction must be a number in (0, 1), got {train_fraction!r}")
+        check_nonnegative_int("seed", seed)
+        total = self.n_numbers * self.operand_width
+        order = torch.randperm(total, generator=torch.Generator().manual_seed(seed))
+        mask = torch.zeros(total, dtype=torch.bool)
+        mask[order[:max(1, round(train_fraction * total))]] = True
+        mask = mask.view(self.n_numbers, self.operand_width)
+        train = AdditionTask(self.n_numbers, 2, self.modular, self.operand_width, self.seed, pairs=mask)
+        held = (~mask).nonzero()
+        return train, Batch(held, self.rule_labels(held))
 
     def __repr__(self) -> str:
+        pairs = "" if self.pairs is None else f", pairs={int(self.pairs.sum())} of {self.pairs.numel()}"
         return (f"AdditionTask(n_numbers={self.n_numbers}, n_operands={self.seq_len}, modular={self.modular}, "
-                f"operand_width={self.operand_width}, seed={self.seed})")
+                f"operand_width={self.operand_width}, seed={self.seed}{pairs})")
 
     @property
     def vocab_size(self) -> int:
@@ -61,6 +96,10 @@ class AdditionTask:
         check_positive_int("n", n)
         check_generator("generator", generator)
         gen = self._generator if generator is None else generator
+        if self.pairs is not None:
+            allowed = self.pairs.nonzero().to(gen.device)
+            tokens = allowed[torch.randint(len(allowed), (n,), generator=gen, device=gen.device)]
+            return Batch(tokens, self.rule_labels(tokens))
         first = torch.randint(self.n_numbers, (n, 1), generator=gen, device=gen.device)
         others = torch.randint(self.operand_width, (n, self.seq_len - 1), generator=gen, device=gen.device)
         tokens = torch.cat((first, others), dim=1)
@@ -68,6 +107,8 @@ class AdditionTask:
 
     # ----- exact quantities -------------------------------------------------------------------
     def _all_sequences(self) -> torch.Tensor:
+        if self.pairs is not None:  # the allowed pairs, each once (all equally likely)
+            return self.pairs.nonzero()
         ranges = [torch.arange(self.n_numbers)] + [torch.arange(self.operand_width)] * (self.seq_len - 1)
         return torch.cartesian_prod(*ranges).reshape(-1, self.seq_len)
 
@@ -98,5 +139,9 @@ class AdditionTask:
         for i in range(self.seq_len):
             width = self.n_numbers if i == 0 else self.operand_width
             drive = torch.nan_to_num(self.label_signature(i) - pi, nan=0.0) / width
+            if self.pairs is not None:  # P(x_i = v) from the allowed pairs, not 1 / width
+                seen = self._all_sequences()[:, i]
+                freq = torch.bincount(seen, minlength=self.vocab_size).double() / len(seen)
+                drive = drive * width * freq[:, None].to(drive.dtype)
             kernel += drive @ drive.T
         return kernel.to(torch.get_default_dtype())
