@@ -94,3 +94,96 @@ def test_claims_fail_on_an_untrained_model_a_cut_off_run_and_large_init():
     steps, curves, times = _emb_mlp_times(0.25, 300)
     assert not ch9.order0_first(times)
     assert not ch9.order0_falls_after_context(steps, [c[0] for c in curves], times)
+
+
+def test_stair_time_interpolates_between_records():
+    steps = torch.tensor([1, 2, 5, 10, 20])
+    curve = torch.tensor([0.1, 0.1, 0.3, 0.7, 0.9])  # half rise (0.5) halfway between steps 5 and 10
+    assert sl.metrics.stair_time(steps, curve) == 10
+    assert math.isclose(sl.metrics.stair_time(steps, curve, interpolate=True), 7.5, rel_tol=1e-6)
+    assert sl.metrics.stair_time(steps, torch.full((5,), 0.2), interpolate=True) is None
+
+
+def _recorded(model, gamma, seeds):
+    rows = [r for r in sl.results.load("ch9_seeds")["runs"]
+            if r["model"] == model and r["gamma"] == gamma and r["seed"] in seeds]
+    assert len(rows) == len(seeds), (model, gamma, seeds)
+    return torch.tensor(rows[0]["record_steps"]), [r["times"] for r in rows], [torch.tensor(r["order0"]) for r in rows]
+
+
+NEW = range(3, 9)  # the chapter's seeds are 0-2
+
+
+def test_claims_hold_on_new_seeds_and_fail_under_the_large_init_control():
+    """The chapter's claims on the six recorded new seeds (one transformer seed allowed to stay censored, as the
+    chapter states), and the gamma 0.25 control: it learns (every context stair rises) without the staircase."""
+    for gamma, small in ((1.0, True), (0.25, False)):
+        steps, mlp, mlp0 = _recorded("Emb-MLP", gamma, NEW)
+        _, att, att0 = _recorded("transformer", gamma, NEW)
+        k = len(NEW) - 1
+        assert bool(ch9.order0_first(mlp)) is small
+        assert bool(ch9.order0_first(att, min_observed=k)) is small
+        assert bool(ch9.order0_falls_after_context(steps, mlp0, mlp)) is small
+        assert bool(ch9.order0_falls_after_context(steps, att0, att, min_observed=k)) is small
+        assert bool(ch9.no_staircase_at_large_init(mlp)) is not small
+        assert bool(ch9.no_staircase_at_large_init(att)) is not small
+        # the transformer's gap is no small-initialization effect: it holds in the control too
+        assert ch9.context_stair_later(mlp, att, fast_steps=1500, factor=1.5, min_observed=k)
+    # "k of n" is asserted as stated: all six transformer seeds rising is more than these runs gave
+    _, att, _ = _recorded("transformer", 1.0, NEW)
+    assert not ch9.order0_first(att)
+
+
+def test_live_new_seeds_reproduce_the_claims():
+    """Two seeds the chapter does not use, trained live at the chapter's settings (Emb-MLP and transformer)."""
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.45, 0.35), reverse=True)
+    kernels = [task.kernel(order=k) for k in range(2)]
+    config = sl.training.TrainConfig(steps=1500, lr=2e-2, batch_size=256, record="log", eval_size=512,
+                                     device="cpu", progress=False)
+    seeds = [6, 7]
+    out = {}
+    for name, cls in (("Emb-MLP", sl.models.EmbMLP), ("transformer", sl.models.AttentionModel)):
+        runs = sl.training.train_ensemble([cls(64, 3, 4, gamma=1.0, seed=s) for s in seeds], task, config,
+                                          seeds=seeds)
+        curves = [[sl.metrics.alignment_curve(r.embeddings, K) for K in kernels] for r in runs]
+        times = [sl.metrics.stair_times(runs[0].steps, c, interpolate=True) for c in curves]
+        assert ch9.order0_first(times), (name, times)
+        assert ch9.order0_falls_after_context(runs[0].steps, [c[0] for c in curves], times), name
+        out[name] = times
+    assert ch9.context_stair_later(out["Emb-MLP"], out["transformer"], fast_steps=1500, factor=1.5)
+
+
+def test_new_claim_arguments_fail_on_nulls():
+    times = [[10, 200], [12, None]]
+    assert not ch9.order0_first(times)  # a censored stair fails unless k of n is stated
+    assert ch9.order0_first(times, min_observed=1)
+    assert not ch9.order0_first([[10, None], [12, None]], min_observed=1)  # cut off: nothing rose
+    assert not ch9.order0_first([[None, 200], [12, 300]], min_observed=1)  # order 0 must rise in every seed
+    try:
+        ch9.order0_first(times, min_observed=0)
+    except ValueError as error:
+        assert "min_observed" in str(error)
+    else:
+        raise AssertionError("min_observed=0 accepted")
+    assert not ch9.no_staircase_at_large_init([[10, 200], [12, 300]])  # small init: order 0 first
+    assert not ch9.no_staircase_at_large_init([[None, None], [None, None]])  # untrained: nothing learned
+    assert ch9.no_staircase_at_large_init([[400, 100], [None, 90]])
+
+
+def test_language_model_order_on_new_seeds():
+    """The window-MLP language model at the chapter's settings on two seeds it does not use (0-1): the noun-slot
+    stair comes before the class stair. At gamma 0.25 the claim fails, but only because the class stair does not
+    rise within the 600 steps (measured: t_ctx censored in every seed), so this is no proof of a merged staircase
+    and the chapter runs no large-initialization control for the language model."""
+    corpus = sl.corpus.TinyCorpus(seed=0)
+    config = sl.training.TrainConfig(steps=600, lr=2e-3, batch_size=256, record="log", eval_size=512,
+                                     device="cpu", progress=False)
+    for gamma, holds in ((1.0, True), (0.25, False)):
+        seeds = [3, 4]
+        runs = sl.training.train_ensemble(
+            [sl.models.EmbMLP(42, 6, 42, d_embed=32, d_hidden=256, gamma=gamma, seed=s) for s in seeds],
+            corpus.windows(6), config, seeds=seeds)
+        aligned = [corpus.alignment(r.embeddings) for r in runs]
+        times = [sl.metrics.stair_times(runs[0].steps, [a["pos"], a["class"]], window=3, interpolate=True)
+                 for a in aligned]
+        assert bool(ch9.order0_first(times)) is holds, (gamma, times)
