@@ -56,6 +56,79 @@ def test_frozen_speedup_fails_on_cut_off_real_runs():
     assert not ch6.frozen_speedup(t_s, t_r, 10, 10)
 
 
+def _frozen_arms(seeds, steps=2000):
+    """The chapter's frozen experiment on other seeds: structured (K0 + K1), random of the same norm, and the
+    wrong-structure control (K0 + K2 with the structured spectrum), read with the pair-rule probes."""
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    d, norm = 32, 2.0 * task.vocab_size ** 0.5
+    structured = sl.signatures.spectral_embedding(task.kernel(0) + task.kernel(1), d, norm=norm)
+    control = ch6.spectrum_matched(
+        sl.signatures.spectral_embedding(task.kernel(0) + task.kernel(2), d, norm=norm), structured)
+    randoms = [norm * (R := torch.randn(64, d, generator=torch.Generator().manual_seed(100 + s))) / R.norm()
+               for s in seeds]
+    embeddings = [structured] * len(seeds) + randoms + [control] * len(seeds)
+    members = [sl.models.EmbMLP(64, 3, 4, d_embed=d, d_hidden=128, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
+               for s, E in zip(list(seeds) * 3, embeddings)]
+    config = sl.training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=20, eval_size=2048,
+                                     progress=False)
+    runs = sl.training.train_ensemble(members, task, config, seeds=list(seeds) * 3,
+                                      probes=ch6.pair_rule_probes(task))
+    k = len(seeds)
+    return task, structured, control, runs[:k], runs[k:2 * k], runs[2 * k:]
+
+
+def test_frozen_claims_on_new_seeds_and_the_wrong_structure_control():
+    """Seeds 3 and 4 (the book uses 0-2). The K0 + K2 control, same spectrum and no g1, crosses the pair level
+    of the *loss* (it learns the triple rule) but never the pair margin: read from the loss it would pass."""
+    task, structured, control, s_runs, r_runs, c_runs = _frozen_arms([3, 4])
+    level = ch6.pair_margin_level(task) / 2
+    t_s, t_r, t_c = (ch6.pair_stair_times(runs, level) for runs in (s_runs, r_runs, c_runs))
+    assert ch6.frozen_speedup(t_s, t_r, 2000, 2000, threshold=10), (t_s, t_r)
+    assert not ch6.frozen_speedup(t_c, t_r, 2000, 2000, threshold=10), t_c
+    loss_level = float(task.loss_levels()[1] + task.loss_levels()[2]) / 2
+    t_loss_c = ch6.crossing_times(c_runs, loss_level)
+    assert None not in t_loss_c and ch6.frozen_speedup(t_loss_c, ch6.crossing_times(r_runs, loss_level), 2000,
+                                                      2000, threshold=1.0), "the old loss read passes the control"
+    sv_s, sv_c = (torch.linalg.svdvals(E).tolist() for E in (structured, control))
+    assert ch6.no_pair_without_g1(t_c, t_loss_c, sv_s, sv_c)
+    assert not ch6.no_pair_without_g1(t_s, ch6.crossing_times(s_runs, loss_level), sv_s, sv_s)
+    final = [[float(r.loss[-1]) for r in runs] for runs in (s_runs, r_runs)]
+    assert ch6.structure_helps_early(t_s, t_r, *final, 2000, 2000)
+
+
+def test_no_pair_without_g1_fails_on_another_spectrum_and_structure_helps_early_on_a_lasting_lead():
+    sv = [8.5, 8.5, 3.6]
+    assert ch6.no_pair_without_g1([None, None], [400, 500], sv, sv)
+    assert not ch6.no_pair_without_g1([None, None], [400, 500], sv, [9.2, 9.2, 1.0]), "spectrum differs"
+    assert not ch6.no_pair_without_g1([None, None], [None, 500], sv, sv), "the loss never crossed"
+    # a structured lead that lasts: the random arm still above the structured arm at the end
+    assert not ch6.structure_helps_early([60, 63, 70], [900, 1200, 1400], [1.27, 1.27, 1.28],
+                                         [1.30, 1.35, 1.29], 2000, 2000)
+    assert ch6.structure_helps_early([60, 63, 70], [900, 1200, 1400], [1.27, 1.27, 1.28],
+                                     [1.25, 1.24, 1.29], 2000, 2000)
+
+
+def test_pair_margin_is_zero_for_a_model_blind_to_the_pair_attribute():
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    probes = ch6.pair_rule_probes(task)
+    tokens = probes["pair rule"].tokens
+    rules = task.rule_labels(tokens)
+    assert (rules[:, 1] != rules[:, 0]).all() and (rules[:, 1] != rules[:, 2]).all()
+    # the best model that knows some of the rules (the others' strength spread evenly), evaluated exactly
+
+    def margin(known):
+        spread = (task.noise + sum(w for k, w in enumerate(task.strengths) if k not in known)) / 4
+        p = torch.full((len(tokens), 4), spread, dtype=torch.float64)
+        for k in known:
+            p[torch.arange(len(tokens)), rules[:, k]] += task.strengths[k]
+        no_rule = (6 - rules.sum(1))[:, None]
+        return float((p.log().gather(1, rules[:, 1:2]) - p.log().gather(1, no_rule)).mean())
+
+    assert abs(margin((0, 2))) < 1e-9 and abs(margin((0,))) < 1e-9 and abs(margin(())) < 1e-9
+    assert abs(margin((0, 1)) - ch6.pair_margin_level(task)) < 1e-9
+    assert margin((0, 1, 2)) > margin((0, 1))  # knowing the triple rule too does not lower it
+
+
 def test_transplant_claim_holds_and_fails_when_cut_off_or_when_the_transplant_leads():
     assert ch6.transplant_no_head_start([600, 700, 800], [650, 700, 750], 2000, 2000)
     assert not ch6.transplant_no_head_start([None, None, None], [None, None, None], 2000, 2000)

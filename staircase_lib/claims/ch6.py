@@ -7,13 +7,19 @@ comparison undecided, so the claim fails.
 """
 from __future__ import annotations
 
+import math
 from statistics import median
 from typing import Optional, Sequence
 
+import torch
+
 from ..metrics import crossing_time
+from ..tasks.base import Batch
 from .base import Claim
 
-__all__ = ["crossing_times", "frozen_speedup", "transplant_no_head_start",
+__all__ = ["crossing_times", "pair_rule_probes", "pair_margin", "pair_margin_level", "pair_stair_times",
+           "spectrum_matched", "frozen_speedup", "no_pair_without_g1", "structure_helps_early",
+           "transplant_no_head_start",
            "reasoning_first", "together_at_large_init", "reasoning_keys_ordered",
            "composition_generalizes", "donors_reproduce_recorded"]
 
@@ -23,6 +29,54 @@ Times = Sequence[Optional[int]]
 def crossing_times(runs, level: float, below: bool = True) -> list[Optional[int]]:
     """First step at which each run's loss is at or below ``level`` (``None``: censored, never crossed)."""
     return [crossing_time(run.steps, run.loss, float(level), below=below) for run in runs]
+
+
+def pair_rule_probes(task, n: int = 8192, seed: int = 123) -> dict[str, Batch]:
+    """Probe batches that read the pair rule alone, for a staircase task with four labels.
+
+    From ``n`` sampled sequences keep those whose order-0, pair and triple answers are three different labels;
+    ``"pair rule"`` labels them with the pair rule's answer, ``"no rule"`` with the fourth label, which no rule
+    gives. The difference of the two probe losses is the mean log-odds of the pair answer over that label
+    (:func:`pair_margin`): zero for any model that cannot see the pair attribute, whatever else it knows.
+    """
+    if task.n_labels != 4:
+        raise ValueError(f"task must have 4 labels (three rules and one label no rule gives), got {task.n_labels}")
+    batch = task.sample(int(n), torch.Generator().manual_seed(int(seed)))
+    rules = task.rule_labels(batch.tokens)  # LongTensor[n, 3]: order-0, pair, triple answers
+    distinct = (rules[:, 0] != rules[:, 1]) & (rules[:, 1] != rules[:, 2]) & (rules[:, 0] != rules[:, 2])
+    tokens, rules = batch.tokens[distinct], rules[distinct]
+    return {"pair rule": Batch(tokens, rules[:, 1]), "no rule": Batch(tokens, 6 - rules.sum(dim=1))}
+
+
+def pair_margin(run) -> torch.Tensor:
+    """Mean log-odds of the pair answer over the no-rule label at each record, Tensor[T] (from a run trained
+    with the :func:`pair_rule_probes`)."""
+    return run.probes["no rule"]["loss"] - run.probes["pair rule"]["loss"]
+
+
+def pair_margin_level(task) -> float:
+    """The pair margin of the best model that knows orders 0 and 1 only (the orders-0-1 plateau):
+    ``log(1 + C s_1 / (s_2 + noise))``, ``C`` labels, ``s_k`` the rule strengths."""
+    rest = task.strengths[2] + task.noise
+    return math.log(1.0 + task.n_labels * task.strengths[1] / rest)
+
+
+def pair_stair_times(runs, level: float) -> list[Optional[int]]:
+    """First step at which each run's pair margin reaches ``level`` (``None``: censored). The pair stair read
+    from what the model predicts, not from its loss: a model that learns the triple rule and not the pair rule
+    lowers its loss past the pair level but never raises this margin."""
+    return [crossing_time(run.steps, pair_margin(run), float(level), below=False) for run in runs]
+
+
+def spectrum_matched(structure: torch.Tensor, spectrum: torch.Tensor) -> torch.Tensor:
+    """An embedding Tensor[V, d] with the singular vectors of ``structure`` Tensor[V, d] and the singular values
+    of ``spectrum`` Tensor[V, d] (largest with largest): same rank, norm and spectrum, other directions."""
+    if structure.shape != spectrum.shape:
+        raise ValueError(f"structure and spectrum must have one shape, got {tuple(structure.shape)} and "
+                         f"{tuple(spectrum.shape)}")
+    U, _, Vh = torch.linalg.svd(structure.double(), full_matrices=False)
+    values = torch.linalg.svdvals(spectrum.double())
+    return (U @ torch.diag(values) @ Vh).to(structure.dtype)
 
 
 def _censored(times: Times) -> int:
@@ -50,6 +104,38 @@ def frozen_speedup(t_structured: Times, t_random: Times, steps_structured: int, 
                  holds, {"median_structured": med_s, "median_random": med_r, "speedup": speedup,
                          "threshold": threshold, "censored_structured": censored[0],
                          "censored_random": censored[1], "steps": (steps_structured, steps_random)})
+
+
+def no_pair_without_g1(t_control: Times, t_loss_control: Times, singular_structured: Sequence[float],
+                       singular_control: Sequence[float], rtol: float = 1e-3) -> Claim:
+    """The wrong-structure control (the spectrum of the structured embedding on the directions of ``g_0`` and
+    ``g_2`` instead of ``g_0`` and ``g_1``) never reaches the pair stair read from the pair margin, in any seed,
+    although it has the same singular values and its loss does cross the pair level (it learns the triple
+    rule): what brings the pair stair forward is the structure, not the spectrum."""
+    same = len(singular_structured) == len(singular_control) > 0 and all(
+        abs(a - b) <= rtol * max(abs(a), 1e-12) + 1e-6 for a, b in zip(singular_structured, singular_control))
+    never = len(t_control) > 0 and _censored(t_control) == len(t_control)
+    loss_crossed = len(t_loss_control) - _censored(t_loss_control)
+    holds = bool(same and never and loss_crossed == len(t_loss_control) > 0)
+    return Claim("same spectrum without g1: the pair margin never reaches the pair stair in any seed, while the "
+                 "loss crosses the pair level in every seed", holds,
+                 {"same_singular_values": same, "seeds_with_pair_stair": len(t_control) - _censored(t_control),
+                  "seeds_loss_crossed": loss_crossed, "seeds": len(t_control)})
+
+
+def structure_helps_early(t_structured: Times, t_random: Times, final_structured: Sequence[float],
+                          final_random: Sequence[float], steps_structured: int, steps_random: int,
+                          threshold: float = 10.0) -> Claim:
+    """Structure helps *early*: the structured arm reaches the pair stair ``threshold`` times sooner (median,
+    as :func:`frozen_speedup`), yet by the end of the run the random arm's median loss is at or below the
+    structured arm's (it has caught up and learned part of the triple rule, which the structured embedding
+    cannot represent)."""
+    early = frozen_speedup(t_structured, t_random, steps_structured, steps_random, threshold=threshold)
+    med_s, med_r = float(median(final_structured)), float(median(final_random))
+    holds = bool(early and med_r <= med_s)
+    return Claim(f"structured arm >= {threshold:g}x sooner at the pair stair, and the random arm's median final "
+                 "loss at or below the structured arm's", holds,
+                 {"speedup": early.numbers["speedup"], "final_structured": med_s, "final_random": med_r})
 
 
 def transplant_no_head_start(t_transplant: Times, t_same_norm: Times, steps_transplant: int,
