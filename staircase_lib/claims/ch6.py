@@ -31,7 +31,7 @@ def crossing_times(runs, level: float, below: bool = True) -> list[Optional[int]
     return [crossing_time(run.steps, run.loss, float(level), below=below) for run in runs]
 
 
-def pair_rule_probes(task, n: int = 8192, seed: int = 123) -> dict[str, Batch]:
+def pair_rule_probes(task, n: int = 4096, seed: int = 123) -> dict[str, Batch]:
     """Probe batches that read the pair rule alone, for a staircase task with four labels.
 
     From ``n`` sampled sequences keep those whose order-0, pair and triple answers are three different labels;
