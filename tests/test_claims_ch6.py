@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import staircase_lib as sl
@@ -216,15 +217,56 @@ def test_live_donors_match_the_recorded_ones_and_an_untrained_or_short_donor_doe
     assert not ch6.donors_reproduce_recorded(recorded[:2], recorded), "a donor missing"
 
 
+def _recorded_times():
+    recorded = sl.results.load("ch6_transplant")
+    steps = torch.tensor(recorded["step"])
+    level = ch6.pair_margin_level(sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))) / 2
+    return {arm: [sl.metrics.crossing_time(steps, torch.tensor(r["pair_margin"]), level, below=False,
+                                           interpolate=True) for r in recorded["runs"] if r["arm"] == arm]
+            for arm in ("fresh", "transplant", "random, same norm")}, int(steps[-1])
+
+
+def test_paired_lead_is_exact_and_one_sided():
+    assert ch6.paired_lead([100] * 4, [200] * 4) == 1 / 16  # every seed the same way: only the identity flip
+    assert ch6.paired_lead([200] * 4, [100] * 4) == 1.0
+    with pytest.raises(ValueError):
+        ch6.paired_lead([100, None], [200, 300])
+
+
+def test_no_head_start_fails_on_a_real_head_start_and_on_too_few_seeds():
+    gen = torch.Generator().manual_seed(7)
+    base = (1000 * torch.exp(0.2 * torch.randn(10, generator=gen))).tolist()
+    jitter = torch.exp(0.1 * torch.randn(10, generator=gen)).tolist()
+    same = [b * j for b, j in zip(base, jitter)]
+    assert ch6.no_head_start(base, same, 3000, 3000)  # equal arms: a 1.25x lead is ruled out
+    assert not ch6.no_head_start([b / 1.5 for b in base], same, 3000, 3000)  # a 1.5x head start
+    assert not ch6.no_head_start(base[:3], same[:3], 3000, 3000)  # three seeds cannot rule anything out
+    assert not ch6.no_head_start(base, [None] + same[1:], 3000, 3000)
+    assert not ch6.norm_helps(same, base, 3000, 3000)  # no lead either way
+    assert ch6.norm_helps([b / 1.5 for b in base], same, 3000, 3000)
+
+
+def test_the_recorded_transplant_claims_hold_and_fail_when_the_arms_are_relabelled():
+    times, steps = _recorded_times()
+    assert ch6.no_head_start(times["transplant"], times["random, same norm"], steps, steps)
+    assert ch6.norm_helps(times["random, same norm"], times["fresh"], steps, steps)
+    # relabelled: the same-norm arm does lead the fresh one, so "no head start" cannot be claimed for it,
+    # and the fresh arm does not lead anything
+    assert not ch6.no_head_start(times["random, same norm"], times["fresh"], steps, steps)
+    assert not ch6.norm_helps(times["fresh"], times["random, same norm"], steps, steps)
+    assert not ch6.norm_helps(times["fresh"], times["transplant"], steps, steps)
+
+
 def test_the_transplant_script_runs_at_tiny_size(tmp_path):
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "transplant.json"
     env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     subprocess.run([sys.executable, str(root / "scripts" / "ch6_transplant.py"), "--donor-steps", "5",
-                    "--steps", "10", "--device", "cpu", "--out", str(out)],
+                    "--steps", "10", "--seeds", "2", "--device", "cpu", "--out", str(out)],
                    check=True, env=env, cwd=tmp_path, timeout=600)
     result = json.loads(out.read_text())
     assert [(r["arm"], r["seed"]) for r in result["runs"]] == [
-        (arm, s) for arm in ("fresh", "transplant", "random, same norm") for s in (0, 1, 2)]
-    assert all(len(r["loss"]) == len(result["step"]) for r in result["runs"]) and len(result["donor_cka"]) == 3
+        (arm, s) for arm in ("fresh", "transplant", "random, same norm") for s in (0, 1)]
+    assert all(len(r["loss"]) == len(r["pair_margin"]) == len(result["step"]) for r in result["runs"])
+    assert len(result["donor_cka"]) == len(result["donor_norm"]) == len(result["fresh_norm"]) == 2

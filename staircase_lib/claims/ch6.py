@@ -7,6 +7,7 @@ comparison undecided, so the claim fails.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from statistics import median
 from typing import Optional, Sequence
@@ -19,7 +20,7 @@ from .base import Claim
 
 __all__ = ["crossing_times", "pair_rule_probes", "pair_margin", "pair_margin_level", "pair_stair_times",
            "spectrum_matched", "frozen_speedup", "no_pair_without_g1", "structure_helps_early",
-           "transplant_no_head_start",
+           "transplant_no_head_start", "paired_lead", "no_head_start", "norm_helps",
            "reasoning_first", "together_at_large_init", "reasoning_keys_ordered",
            "composition_generalizes", "donors_reproduce_recorded"]
 
@@ -153,6 +154,60 @@ def transplant_no_head_start(t_transplant: Times, t_same_norm: Times, steps_tran
                  holds, {"median_transplant": med_t, "median_same_norm": med_n, "ratio": ratio,
                          "tolerance": tolerance, "censored_transplant": censored[0],
                          "censored_same_norm": censored[1]})
+
+
+def paired_lead(t_a: Times, t_b: Times, lead: float = 1.0) -> float:
+    """Exact one-sided sign-flip p-value that arm ``a`` reaches its stair more than ``lead`` times sooner than
+    arm ``b``, seed by seed (the pairs share their seeds): the statistic is the mean of
+    ``log(t_b / t_a) - log(lead)`` over the seeds, compared with every flip of its signs. Small p: the data show a
+    lead larger than ``lead``. Censored pairs are not allowed (``ValueError``)."""
+    if len(t_a) != len(t_b) or not t_a:
+        raise ValueError(f"t_a and t_b must be non-empty and paired (one time per seed each), got {len(t_a)} "
+                         f"and {len(t_b)}")
+    if _censored(t_a) or _censored(t_b) or min(t_a) <= 0 or min(t_b) <= 0:
+        raise ValueError("paired_lead needs positive, uncensored times")
+    x = [math.log(b / a) - math.log(lead) for a, b in zip(t_a, t_b)]
+    observed = sum(x) / len(x)
+    if len(x) > 16:
+        raise ValueError(f"the exact sign-flip test enumerates 2^n flips: at most 16 seeds, got {len(x)}")
+    hits = sum(sum(s * abs(v) for s, v in zip(signs, x)) / len(x) >= observed - 1e-12
+               for signs in itertools.product((1, -1), repeat=len(x)))
+    return hits / 2 ** len(x)
+
+
+def _paired_ok(t_a: Times, t_b: Times, steps_a: int, steps_b: int, min_seeds: int) -> bool:
+    return (steps_a == steps_b and len(t_a) == len(t_b) >= min_seeds and _censored(t_a) == 0
+            and _censored(t_b) == 0)
+
+
+def no_head_start(t_transplant: Times, t_same_norm: Times, steps_transplant: int, steps_same_norm: int,
+                  lead: float = 1.25, alpha: float = 0.05, min_seeds: int = 8) -> Claim:
+    """The transplant has no head start of ``lead`` or more over a random embedding of the donor's norm: the
+    paired sign-flip test rules such a lead out (p < ``alpha`` for "the lead is smaller than ``lead``") over at
+    least ``min_seeds`` seeds, no run censored, equal run lengths. Fails where a lead of that size exists."""
+    ok = _paired_ok(t_transplant, t_same_norm, steps_transplant, steps_same_norm, min_seeds)
+    # p that the lead is *below* `lead`: the mirror test, same-norm arm against the transplant sped up by `lead`
+    p = paired_lead(t_same_norm, [t * lead for t in t_transplant], 1.0) if ok else float("nan")
+    ratios = sorted(b / a for a, b in zip(t_transplant, t_same_norm)) if ok else []
+    holds = bool(ok and p < alpha)
+    return Claim(f"a head start of the transplant of >= {lead:g}x over a same-norm random embedding is ruled out "
+                 f"(paired sign-flip p < {alpha:g}, >= {min_seeds} seeds, none censored)", holds,
+                 {"p": p, "median_ratio_same_norm_over_transplant": float(median(ratios)) if ratios else float("nan"),
+                  "seeds": len(t_transplant), "lead": lead})
+
+
+def norm_helps(t_same_norm: Times, t_fresh: Times, steps_same_norm: int, steps_fresh: int, alpha: float = 0.05,
+               min_seeds: int = 8) -> Claim:
+    """A random embedding of the donor's norm reaches the pair stair sooner than a fresh small-init model (paired
+    sign-flip p < ``alpha`` over at least ``min_seeds`` seeds, none censored, equal run lengths)."""
+    ok = _paired_ok(t_same_norm, t_fresh, steps_same_norm, steps_fresh, min_seeds)
+    p = paired_lead(t_same_norm, t_fresh) if ok else float("nan")
+    ratios = sorted(b / a for a, b in zip(t_same_norm, t_fresh)) if ok else []
+    holds = bool(ok and p < alpha)
+    return Claim(f"a random embedding of the donor's norm reaches the pair stair sooner than a fresh model "
+                 f"(paired sign-flip p < {alpha:g}, >= {min_seeds} seeds, none censored)", holds,
+                 {"p": p, "median_ratio_fresh_over_same_norm": float(median(ratios)) if ratios else float("nan"),
+                  "seeds": len(t_fresh)})
 
 
 def reasoning_first(fall: Sequence[tuple[Optional[int], Optional[int]]], threshold: float = 1.3) -> Claim:
