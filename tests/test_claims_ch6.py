@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import staircase_lib as sl
@@ -56,6 +57,79 @@ def test_frozen_speedup_fails_on_cut_off_real_runs():
     assert not ch6.frozen_speedup(t_s, t_r, 10, 10)
 
 
+def _frozen_arms(seeds, steps=2000):
+    """The chapter's frozen experiment on other seeds: structured (K0 + K1), random of the same norm, and the
+    wrong-structure control (K0 + K2 with the structured spectrum), read with the pair-rule probes."""
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    d, norm = 32, 2.0 * task.vocab_size ** 0.5
+    structured = sl.signatures.spectral_embedding(task.kernel(0) + task.kernel(1), d, norm=norm)
+    control = ch6.spectrum_matched(
+        sl.signatures.spectral_embedding(task.kernel(0) + task.kernel(2), d, norm=norm), structured)
+    randoms = [norm * (R := torch.randn(64, d, generator=torch.Generator().manual_seed(100 + s))) / R.norm()
+               for s in seeds]
+    embeddings = [structured] * len(seeds) + randoms + [control] * len(seeds)
+    members = [sl.models.EmbMLP(64, 3, 4, d_embed=d, d_hidden=128, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
+               for s, E in zip(list(seeds) * 3, embeddings)]
+    config = sl.training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=20, eval_size=2048,
+                                     progress=False)
+    runs = sl.training.train_ensemble(members, task, config, seeds=list(seeds) * 3,
+                                      probes=ch6.pair_rule_probes(task))
+    k = len(seeds)
+    return task, structured, control, runs[:k], runs[k:2 * k], runs[2 * k:]
+
+
+def test_frozen_claims_on_new_seeds_and_the_wrong_structure_control():
+    """Seeds 3 and 4 (the book uses 0-2). The K0 + K2 control, same spectrum and no g1, crosses the pair level
+    of the *loss* (it learns the triple rule) but never the pair margin: read from the loss it would pass."""
+    task, structured, control, s_runs, r_runs, c_runs = _frozen_arms([3, 4])
+    level = ch6.pair_margin_level(task) / 2
+    t_s, t_r, t_c = (ch6.pair_stair_times(runs, level) for runs in (s_runs, r_runs, c_runs))
+    assert ch6.frozen_speedup(t_s, t_r, 2000, 2000, threshold=10), (t_s, t_r)
+    assert not ch6.frozen_speedup(t_c, t_r, 2000, 2000, threshold=10), t_c
+    loss_level = float(task.loss_levels()[1] + task.loss_levels()[2]) / 2
+    t_loss_c = ch6.crossing_times(c_runs, loss_level)
+    assert None not in t_loss_c and ch6.frozen_speedup(t_loss_c, ch6.crossing_times(r_runs, loss_level), 2000,
+                                                      2000, threshold=1.0), "the old loss read passes the control"
+    sv_s, sv_c = (torch.linalg.svdvals(E).tolist() for E in (structured, control))
+    assert ch6.no_pair_without_g1(t_c, t_loss_c, sv_s, sv_c)
+    assert not ch6.no_pair_without_g1(t_s, ch6.crossing_times(s_runs, loss_level), sv_s, sv_s)
+    final = [[float(r.loss[-1]) for r in runs] for runs in (s_runs, r_runs)]
+    assert ch6.structure_helps_early(t_s, t_r, *final, 2000, 2000)
+
+
+def test_no_pair_without_g1_fails_on_another_spectrum_and_structure_helps_early_on_a_lasting_lead():
+    sv = [8.5, 8.5, 3.6]
+    assert ch6.no_pair_without_g1([None, None], [400, 500], sv, sv)
+    assert not ch6.no_pair_without_g1([None, None], [400, 500], sv, [9.2, 9.2, 1.0]), "spectrum differs"
+    assert not ch6.no_pair_without_g1([None, None], [None, 500], sv, sv), "the loss never crossed"
+    # a structured lead that lasts: the random arm still above the structured arm at the end
+    assert not ch6.structure_helps_early([60, 63, 70], [900, 1200, 1400], [1.27, 1.27, 1.28],
+                                         [1.30, 1.35, 1.29], 2000, 2000)
+    assert ch6.structure_helps_early([60, 63, 70], [900, 1200, 1400], [1.27, 1.27, 1.28],
+                                     [1.25, 1.24, 1.29], 2000, 2000)
+
+
+def test_pair_margin_is_zero_for_a_model_blind_to_the_pair_attribute():
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    probes = ch6.pair_rule_probes(task)
+    tokens = probes["pair rule"].tokens
+    rules = task.rule_labels(tokens)
+    assert (rules[:, 1] != rules[:, 0]).all() and (rules[:, 1] != rules[:, 2]).all()
+    # the best model that knows some of the rules (the others' strength spread evenly), evaluated exactly
+
+    def margin(known):
+        spread = (task.noise + sum(w for k, w in enumerate(task.strengths) if k not in known)) / 4
+        p = torch.full((len(tokens), 4), spread, dtype=torch.float64)
+        for k in known:
+            p[torch.arange(len(tokens)), rules[:, k]] += task.strengths[k]
+        no_rule = (6 - rules.sum(1))[:, None]
+        return float((p.log().gather(1, rules[:, 1:2]) - p.log().gather(1, no_rule)).mean())
+
+    assert abs(margin((0, 2))) < 1e-9 and abs(margin((0,))) < 1e-9 and abs(margin(())) < 1e-9
+    assert abs(margin((0, 1)) - ch6.pair_margin_level(task)) < 1e-9
+    assert margin((0, 1, 2)) > margin((0, 1))  # knowing the triple rule too does not lower it
+
+
 def test_transplant_claim_holds_and_fails_when_cut_off_or_when_the_transplant_leads():
     assert ch6.transplant_no_head_start([600, 700, 800], [650, 700, 750], 2000, 2000)
     assert not ch6.transplant_no_head_start([None, None, None], [None, None, None], 2000, 2000)
@@ -104,6 +178,33 @@ def test_composition_generalizes():
     assert not ch6.composition_generalizes([0.9, 1.0], [0.1, 0.2], [0.0, 0.1])  # untrained: nothing memorized
 
 
+def test_hold_mirror_keeps_both_orders_of_the_pair_out_of_training():
+    task = sl.tasks.AnchorTask(memorized=0.0, seed=0, hold_mirror=True)
+    pairs = {tuple(row) for row in task.dataset().tokens[:, 1:].tolist()}
+    assert (2, 3) not in pairs and (3, 2) not in pairs and len(pairs) == 14
+    held = task.held_out_batch()
+    assert {tuple(row) for row in held.tokens[:, 1:].tolist()} == {(2, 3), (3, 2)}
+    assert torch.equal(held.labels, task.rule_labels(held.tokens))
+    assert (2, 3) in {tuple(r) for r in sl.tasks.AnchorTask(held_out=(3, 2)).dataset().tokens[:, 1:].tolist()}
+
+
+def test_composition_generalizes_on_new_seeds_with_both_mirrors_held_out():
+    """Seeds 3 and 4 (the book uses 0 and 1), the chapter's pure-task settings; at large init the same task
+    is the null (it fits its training pairs and misses the unseen ones)."""
+    pure = sl.tasks.AnchorTask(memorized=0.0, seed=0, hold_mirror=True)
+    seeds, gammas = [3, 4], [1.0, 0.25]
+    members = [sl.models.EmbMLP(pure.vocab_size, 3, pure.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
+               for g in gammas for s in seeds]
+    config = sl.training.TrainConfig(steps=1000, lr=1e-3, batch_size=256, record_every=100, eval_size=256,
+                                     progress=False)
+    runs = sl.training.train_ensemble(members, pure, config, seeds=seeds * 2,
+                                      probes={"held-out pair": pure.held_out_batch()})
+    held = [float(r.probes["held-out pair"]["accuracy"][-1]) for r in runs]
+    train = [float(r.accuracy[-1]) for r in runs]
+    assert ch6.composition_generalizes(held[:2], held[2:], train[2:], solved=0.5, missed=0.1), held
+    assert not ch6.composition_generalizes(held[2:], held[2:], train[2:], solved=0.5, missed=0.1)
+
+
 # ----- the recorded transplant ------------------------------------------------------------------------------
 def test_live_donors_match_the_recorded_ones_and_an_untrained_or_short_donor_does_not():
     recorded = sl.results.load("ch6_transplant")["donor_cka"]
@@ -116,15 +217,56 @@ def test_live_donors_match_the_recorded_ones_and_an_untrained_or_short_donor_doe
     assert not ch6.donors_reproduce_recorded(recorded[:2], recorded), "a donor missing"
 
 
+def _recorded_times():
+    recorded = sl.results.load("ch6_transplant")
+    steps = torch.tensor(recorded["step"])
+    level = ch6.pair_margin_level(sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))) / 2
+    return {arm: [sl.metrics.crossing_time(steps, torch.tensor(r["pair_margin"]), level, below=False,
+                                           interpolate=True) for r in recorded["runs"] if r["arm"] == arm]
+            for arm in ("fresh", "transplant", "random, same norm")}, int(steps[-1])
+
+
+def test_paired_lead_is_exact_and_one_sided():
+    assert ch6.paired_lead([100] * 4, [200] * 4) == 1 / 16  # every seed the same way: only the identity flip
+    assert ch6.paired_lead([200] * 4, [100] * 4) == 1.0
+    with pytest.raises(ValueError):
+        ch6.paired_lead([100, None], [200, 300])
+
+
+def test_no_head_start_fails_on_a_real_head_start_and_on_too_few_seeds():
+    gen = torch.Generator().manual_seed(7)
+    base = (1000 * torch.exp(0.2 * torch.randn(10, generator=gen))).tolist()
+    jitter = torch.exp(0.1 * torch.randn(10, generator=gen)).tolist()
+    same = [b * j for b, j in zip(base, jitter)]
+    assert ch6.no_head_start(base, same, 3000, 3000)  # equal arms: a 1.25x lead is ruled out
+    assert not ch6.no_head_start([b / 1.5 for b in base], same, 3000, 3000)  # a 1.5x head start
+    assert not ch6.no_head_start(base[:3], same[:3], 3000, 3000)  # three seeds cannot rule anything out
+    assert not ch6.no_head_start(base, [None] + same[1:], 3000, 3000)
+    assert not ch6.norm_helps(same, base, 3000, 3000)  # no lead either way
+    assert ch6.norm_helps([b / 1.5 for b in base], same, 3000, 3000)
+
+
+def test_the_recorded_transplant_claims_hold_and_fail_when_the_arms_are_relabelled():
+    times, steps = _recorded_times()
+    assert ch6.no_head_start(times["transplant"], times["random, same norm"], steps, steps)
+    assert ch6.norm_helps(times["random, same norm"], times["fresh"], steps, steps)
+    # relabelled: the same-norm arm does lead the fresh one, so "no head start" cannot be claimed for it,
+    # and the fresh arm does not lead anything
+    assert not ch6.no_head_start(times["random, same norm"], times["fresh"], steps, steps)
+    assert not ch6.norm_helps(times["fresh"], times["random, same norm"], steps, steps)
+    assert not ch6.norm_helps(times["fresh"], times["transplant"], steps, steps)
+
+
 def test_the_transplant_script_runs_at_tiny_size(tmp_path):
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "transplant.json"
     env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     subprocess.run([sys.executable, str(root / "scripts" / "ch6_transplant.py"), "--donor-steps", "5",
-                    "--steps", "10", "--device", "cpu", "--out", str(out)],
+                    "--steps", "10", "--seeds", "2", "--device", "cpu", "--out", str(out)],
                    check=True, env=env, cwd=tmp_path, timeout=600)
     result = json.loads(out.read_text())
     assert [(r["arm"], r["seed"]) for r in result["runs"]] == [
-        (arm, s) for arm in ("fresh", "transplant", "random, same norm") for s in (0, 1, 2)]
-    assert all(len(r["loss"]) == len(result["step"]) for r in result["runs"]) and len(result["donor_cka"]) == 3
+        (arm, s) for arm in ("fresh", "transplant", "random, same norm") for s in (0, 1)]
+    assert all(len(r["loss"]) == len(r["pair_margin"]) == len(result["step"]) for r in result["runs"])
+    assert len(result["donor_cka"]) == len(result["donor_norm"]) == len(result["fresh_norm"]) == 2

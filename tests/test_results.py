@@ -96,11 +96,14 @@ def test_the_chapter_5_result_is_shipped_with_the_chapters_settings():
 
 
 def test_the_chapter_6_transplant_is_shipped_with_the_chapters_settings():
-    """Chapter 6 trains the donors live and loads the nine receivers: the recording must use its settings."""
+    """Chapter 6 trains three donors live and loads the receivers: the recording must use its settings."""
     recorded = results.load("ch6_transplant")
     config = recorded["config"]
-    assert (config["donor_steps"], config["steps"], config["lr"], config["batch_size"]) == (600, 2000, 0.01, 512)
+    assert (config["donor_steps"], config["steps"], config["lr"], config["batch_size"]) == (600, 3000, 0.01, 512)
     assert (config["d_embed"], config["d_hidden"], config["eval_size"], config["records_per_decade"]) == \
-        (32, 128, 2048, 20)
-    assert [r["arm"] for r in recorded["runs"]] == ["fresh"] * 3 + ["transplant"] * 3 + ["random, same norm"] * 3
-    assert len(recorded["donor_cka"]) == 3 and all(len(r["loss"]) == len(recorded["step"]) for r in recorded["runs"])
+        (32, 128, 2048, 40)
+    n = len(config["seeds"])
+    assert config["seeds"][:3] == [0, 1, 2] and n >= 8  # the chapter's donors first
+    assert [r["arm"] for r in recorded["runs"]] == ["fresh"] * n + ["transplant"] * n + ["random, same norm"] * n
+    assert len(recorded["donor_cka"]) == len(recorded["donor_norm"]) == n
+    assert all(len(r["loss"]) == len(r["pair_margin"]) == len(recorded["step"]) for r in recorded["runs"])

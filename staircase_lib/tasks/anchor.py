@@ -34,7 +34,9 @@ class AnchorTask:
 
     A fraction ``memorized`` of the keys (chosen with ``seed``) is memorized, the rest follow the rule. The
     anchor pair ``held_out`` never appears in training; :meth:`held_out_batch` holds it with every reasoning
-    key and the label the rule gives. Training samples are drawn uniformly from the remaining combinations
+    key and the label the rule gives. With ``hold_mirror=True`` its mirror ``(a_2, a_1)``, which the rule gives
+    the same answer, is held out too (and is in :meth:`held_out_batch`), so the held-out answer cannot be
+    copied from the mirror. Training samples are drawn uniformly from the remaining combinations
     (:meth:`dataset`), so counting :meth:`dataset` gives the exact signatures of the training distribution.
 
     Token ids: anchors ``0 .. A-1``, then keys ``A .. A+K-1`` with values ``key_start .. key_start+K-1``.
@@ -44,7 +46,8 @@ class AnchorTask:
     seq_len = 3
 
     def __init__(self, n_keys: int = 40, key_start: int = 20, shifts: Sequence[int] = (5, 1, -2, -8),
-                 held_out: tuple[int, int] | None = (2, 3), memorized: float = 0.0, seed: int = 0):
+                 held_out: tuple[int, int] | None = (2, 3), memorized: float = 0.0, seed: int = 0,
+                 hold_mirror: bool = False):
         self.n_keys = check_positive_int("n_keys", n_keys, minimum=2)
         if isinstance(key_start, bool) or not isinstance(key_start, int):
             raise TypeError(f"key_start must be an int, got {key_start!r}")
@@ -57,6 +60,9 @@ class AnchorTask:
                 raise ValueError(f"held_out must be None or a pair of anchor indices in [0, {A - 1}], got {held_out!r}")
             held_out = (int(held_out[0]), int(held_out[1]))
         self.held_out = held_out
+        if not isinstance(hold_mirror, bool):
+            raise TypeError(f"hold_mirror must be a bool, got {hold_mirror!r}")
+        self.hold_mirror = hold_mirror
         if isinstance(memorized, bool) or not isinstance(memorized, (int, float)) or not 0 <= memorized <= 1:
             raise ValueError(f"memorized must be a fraction of the keys in [0, 1], got {memorized!r}")
         self.memorized = float(memorized)
@@ -76,7 +82,8 @@ class AnchorTask:
 
     def __repr__(self) -> str:
         return (f"AnchorTask(n_keys={self.n_keys}, key_start={self.key_start}, shifts={self.shifts}, "
-                f"held_out={self.held_out}, memorized={self.memorized}, seed={self.seed})")
+                f"held_out={self.held_out}, memorized={self.memorized}, seed={self.seed}"
+                + (", hold_mirror=True)" if self.hold_mirror else ")"))
 
     @property
     def n_anchors(self) -> int:
@@ -120,6 +127,8 @@ class AnchorTask:
         key, a1, a2 = key.flatten(), a1.flatten(), a2.flatten()
         if self.held_out is not None:
             keep = ~((a1 == self.held_out[0]) & (a2 == self.held_out[1]))
+            if self.hold_mirror:
+                keep &= ~((a1 == self.held_out[1]) & (a2 == self.held_out[0]))
             key, a1, a2 = key[keep], a1[keep], a2[keep]
         tokens = torch.stack((key + A, a1, a2), dim=1)
         labels = torch.where(self.is_memorized[key], self._memory[key, a1, a2], self.rule_labels(tokens))
@@ -136,14 +145,17 @@ class AnchorTask:
         return Batch(self._tokens[rows].clone(), self._labels[rows].clone())
 
     def held_out_batch(self) -> Batch:
-        """The held-out anchor pair with every reasoning key, labelled by the composite rule."""
+        """The held-out anchor pair (and its mirror, with ``hold_mirror``) with every reasoning key, labelled by
+        the composite rule."""
         if self.held_out is None:
             raise ValueError("this task has no held-out anchor pair (held_out=None)")
         keys = self.keys("reasoning")
         if len(keys) == 0:
             raise ValueError("every key is memorized, so the held-out pair has no rule-following example")
         first, second = self.held_out
-        tokens = torch.stack((keys, torch.full_like(keys, first), torch.full_like(keys, second)), 1)
+        pairs = [(first, second)] + ([(second, first)] if self.hold_mirror and first != second else [])
+        tokens = torch.cat([torch.stack((keys, torch.full_like(keys, a), torch.full_like(keys, b)), 1)
+                            for a, b in pairs])
         return Batch(tokens, self.rule_labels(tokens))
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> Batch:
