@@ -7,7 +7,8 @@ alignment (linear CKA) of the embeddings with the three pure kernels, and the st
 stair never rises: a censored run, never replaced by the run length); with ``--frames`` also the first
 member's embeddings at a few steps (the chapter's cosine movie).
 
-Regenerate the three shipped results:
+Regenerate the shipped results (record them on the device the chapter compares its live runs with: the
+CPU here):
 
     # the initialization-scale sweep (about a minute on a GPU, tens of minutes on a CPU)
     python scripts/ch4_sweep.py --out staircase_lib/data/ch4_init_sweep.json
@@ -19,9 +20,17 @@ Regenerate the three shipped results:
     # the saddle escape of the pair stair under gradient descent: gamma = 0.75, two seeds (~8 min)
     python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 --seeds 0 1 --steps 30000 \
         --record-every 250 --out staircase_lib/data/ch4_gd_escape.json
-    # the activation explorer's views: seed 0 of four activations, 3000 steps (about a minute on a CPU)
-    python scripts/ch4_sweep.py --activations gelu tanh quadratic identity --gammas 1 --seeds 0 --steps 3000 \
-        --eval-size 2048 --out staircase_lib/data/ch4_activations.json
+    # seeds the book does not use, for the tests: GELU and identity, large and small init (~5 min), and the
+    # saddle escape (~8 min)
+    python scripts/ch4_sweep.py --activations gelu identity --gammas 0.25 1 --seeds 3 4 --steps 20000 --frames 2 \
+        --out staircase_lib/data/ch4_new_seeds.json
+    python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 --seeds 2 3 --steps 30000 \
+        --record-every 250 --out staircase_lib/data/ch4_gd_escape_new_seeds.json
+    # the activation explorer's views: seed 0 of four activations, 20,000 steps (about five minutes on a CPU)
+    python scripts/ch4_sweep.py --activations gelu tanh quadratic identity --gammas 1 --seeds 0 --steps 20000 \
+        --out staircase_lib/data/ch4_activations.json
+    # the identity control, as long as the staircase it controls (about two minutes on a CPU)
+    python scripts/ch4_sweep.py --activations identity --gammas 1 --steps 20000 --out staircase_lib/data/ch4_linear.json
 """
 from __future__ import annotations
 

@@ -433,3 +433,35 @@ def test_new_seeds_follow_the_gradient_descent_law():
     claim = ch4.gd_power_law(gammas, t0, 32, min_gammas=2)
     assert claim, claim
 
+
+def test_recorded_new_seeds_hold_the_long_run_claims():
+    new = sl.results.load("ch4_new_seeds")
+    assert new["config"]["seeds"] == [3, 4] and new["config"]["steps"] == 20_000
+    steps = torch.tensor(new["step"])
+    runs = {(r["activation"], r["gamma"]): [] for r in new["runs"]}
+    for r in new["runs"]:
+        runs[(r["activation"], r["gamma"])].append(r)
+    gelu = runs[("gelu", 1.0)]
+    losses = [torch.tensor(r["loss"]) for r in gelu]
+    times = [r["stair_times"] for r in gelu]
+    assert ch4.stair_order(times, max_censored_last=0)
+    assert ch4.loss_follows_levels([steps] * 2, losses, times, LEVELS)
+    assert ch4.last_stair_outcomes([steps] * 2, losses, PARITY, LEVELS[3])
+    finals = [torch.tensor(r["final_embeddings"]) for r in gelu]
+    assert ch4.parity_structure(finals, [float(x[-1]) for x in losses], PARITY, LEVELS[3], TASK.kernel(2, modulus=2),
+                                TASK.kernel(2))
+    assert ch4.order0_diluted([torch.tensor(r["cka"][0]) for r in gelu], [torch.tensor(r["pure_norm"][0]) for r in gelu])
+    identity = runs[("identity", 1.0)]
+    assert ch4.linear_stops_after_stair0([r["stair_times"] for r in identity],
+                                         [sum(r["loss"][-5:]) / 5 for r in identity], LEVELS,
+                                         run_steps=int(steps[-1]), controlled_times=times)
+    large = runs[("gelu", 0.25)]
+    dwell = [[ch4.dwell_decades(steps, torch.tensor(r["loss"]), LEVELS, 1) for r in arm] for arm in (large, gelu)]
+    assert ch4.no_order0_dwell(dwell[0], dwell[1], [r["loss"][-1] for r in large], LEVELS)
+    escape = sl.results.load("ch4_gd_escape_new_seeds")
+    assert escape["config"]["seeds"] == [2, 3]
+    claim = ch4.saddle_escape([torch.tensor(escape["step"])] * 2,
+                              [torch.tensor(r["pure_growth"][1]) for r in escape["runs"]],
+                              [r["pure_norm"][1][0] for r in escape["runs"]],
+                              [r["stair_times"][1] for r in escape["runs"]])
+    assert claim, claim
