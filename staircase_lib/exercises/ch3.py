@@ -69,7 +69,7 @@ def _autograd_bias_velocity(model, task) -> torch.Tensor:
     return -torch.autograd.grad(risk, model.hidden.bias)[0].detach()
 
 
-@_exercise("ex-3.4", "The hidden bias, one order further", function="hidden_bias_velocity", difficulty=3,
+@_exercise("ex-3.3", "The hidden bias, one order further", function="hidden_bias_velocity", difficulty=3,
            minutes=35)
 def check_hidden_bias_velocity(hidden_bias_velocity: Callable) -> None:
     """Check ``hidden_bias_velocity(drives [L, V, C], embedding [V, d], blocks [L, m, d], readout [C, m],
@@ -88,12 +88,12 @@ def check_hidden_bias_velocity(hidden_bias_velocity: Callable) -> None:
         readout = model.readout.weight.detach().double()
         got = torch.as_tensor(hidden_bias_velocity(drives, embedding, blocks, readout, curvature)).double()
         if got.shape != (16,):
-            _fail("ex-3.4", f"expected a tensor of shape (16,) (one entry per hidden unit), got {tuple(got.shape)}")
+            _fail("ex-3.3", f"expected a tensor of shape (16,) (one entry per hidden unit), got {tuple(got.shape)}")
         measured = _autograd_bias_velocity(model, task)
         cosine = metrics.cosine(got, measured)
         ratio = float(got.norm() / measured.norm())
         if cosine < 0.99 or not 0.9 < ratio < 1.1:
-            _fail("ex-3.4", f"against the autograd velocity -dR/db_1 of a small-init GELU model (seed {seed}): "
+            _fail("ex-3.3", f"against the autograd velocity -dR/db_1 of a small-init GELU model (seed {seed}): "
                             f"cosine {cosine:.4f} (expected > 0.99), norm ratio {ratio:.3f} (expected 0.9-1.1) - "
                             "the leading term is quadratic in the pre-activation: which hidden unit k pairs "
                             "with which, and is the sum over positions i inside?")
