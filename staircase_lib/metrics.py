@@ -326,8 +326,8 @@ def neighbour_agreement(kernel: torch.Tensor, attribute: torch.Tensor, n_neighbo
 
 
 def chance_approximation(kernel: torch.Tensor, d_embed: int) -> float:
-    """The approximate chance level sqrt(r d / (n (n + d + 1))) of CKA for Gaussian embeddings of width
-    ``d_embed``, with n = V - 1 and r the effective rank tr(K_c)^2 / ||K_c||_F^2 of the centred kernel."""
+    """The approximate chance level sqrt(rank_eff d / ((V - 1) (V + d))) of CKA for Gaussian embeddings of
+    width d = ``d_embed``, with rank_eff = tr(K_c)^2 / ||K_c||_F^2 the effective rank of the centred kernel."""
     k = kernel.detach().double()
     k = k - k.mean(0, keepdim=True) - k.mean(1, keepdim=True) + k.mean()
     r = float(torch.trace(k) ** 2 / (k * k).sum())

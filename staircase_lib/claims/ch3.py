@@ -92,7 +92,7 @@ def displacement_in_signature_subspace(displacement: torch.Tensor, basis: torch.
 def modes_follow_saxe(times: torch.Tensor, measured: torch.Tensor, predicted: torch.Tensor,
                       levels: Sequence[float], rtol: float = 0.15) -> Claim:
     """The Emb-Linear bridge: each singular mode's measured strength (``measured`` Tensor[T, K]) reaches
-    half its plateau ``levels[k]`` at a time within ``rtol`` (relative) of the Saxe curve's
+    half its final level ``levels[k]`` at a time within ``rtol`` (relative) of the Saxe curve's
     (``predicted`` Tensor[T, K]). A mode that never reaches it within the run is censored and fails the
     claim (it is never counted as a crossing). Fails on a task without an order-0 rule and on a cut-off run."""
     times = torch.as_tensor(times).double()
@@ -108,7 +108,7 @@ def modes_follow_saxe(times: torch.Tensor, measured: torch.Tensor, predicted: to
     censored = sum(e is None for e in errors)
     worst = max((e for e in errors if e is not None), default=float("nan"))
     holds = censored == 0 and started_high == 0 and worst < rtol
-    return Claim(f"every mode rises from below 1/10 of its plateau, its half-rise time within {rtol:.0%} of "
+    return Claim(f"every mode rises from below 1/10 of its final level, its half-rise time within {rtol:.0%} of "
                  "the Saxe curve (none censored)", holds,
                  {"measured": measured_t, "predicted": predicted_t, "worst_rel_error": worst,
                   "censored": censored, "started_high": started_high, "rtol": rtol})
