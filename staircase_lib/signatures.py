@@ -4,8 +4,10 @@ Positions are 0-based. Rows (or cells) of tokens that never occur are NaN, never
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import warnings
 from typing import Callable, Sequence
 
 import torch
@@ -27,12 +29,25 @@ __all__ = [
 ]
 
 
-def _check_data(tokens, labels, n_tokens, n_labels):
-    n_tokens = check_positive_int("n_tokens", n_tokens)
+def _accepts_n_tokens(function: Callable) -> Callable:
+    """Keep the old keyword ``n_tokens`` working (with a DeprecationWarning): the library says ``vocab_size``."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if "n_tokens" in kwargs:
+            if "vocab_size" in kwargs:
+                raise TypeError(f"{function.__name__}() got both vocab_size and its old name n_tokens")
+            warnings.warn(f"{function.__name__}(n_tokens=...) is now vocab_size=...", DeprecationWarning, stacklevel=2)
+            kwargs["vocab_size"] = kwargs.pop("n_tokens")
+        return function(*args, **kwargs)
+    return wrapper
+
+
+def _check_data(tokens, labels, vocab_size, n_labels):
+    vocab_size = check_positive_int("vocab_size", vocab_size)
     n_labels = check_positive_int("n_labels", n_labels)
-    tokens = check_tokens("tokens", tokens, n_tokens)
+    tokens = check_tokens("tokens", tokens, vocab_size)
     labels = check_labels("labels", labels, tokens.shape[0], n_labels)
-    return tokens, labels, n_tokens, n_labels
+    return tokens, labels, vocab_size, n_labels
 
 
 def _check_positions(name: str, positions: Sequence[int], seq_len: int) -> list[int]:
@@ -45,11 +60,11 @@ def _check_positions(name: str, positions: Sequence[int], seq_len: int) -> list[
     return positions
 
 
-def _joint_counts(tokens: torch.Tensor, labels: torch.Tensor | None, positions: list[int], n_tokens: int,
+def _joint_counts(tokens: torch.Tensor, labels: torch.Tensor | None, positions: list[int], vocab_size: int,
                   n_labels: int) -> torch.Tensor:
     """Counts of (x_B, y): Tensor[V, ..., V, C] (or [V, ..., V] when labels is None), float64."""
     columns = [tokens[:, p] for p in positions] + ([] if labels is None else [labels])
-    return count_table(columns, [n_tokens] * len(positions) + ([] if labels is None else [n_labels]))
+    return count_table(columns, [vocab_size] * len(positions) + ([] if labels is None else [n_labels]))
 
 
 def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
@@ -63,17 +78,19 @@ def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
     return torch.bincount(labels, minlength=n_labels).to(torch.get_default_dtype()) / labels.shape[0]
 
 
+@_accepts_n_tokens
 def conditional_label_distribution(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequence[int],
-                                   n_tokens: int, n_labels: int, smoothing: float = 0.0) -> torch.Tensor:
+                                   vocab_size: int, n_labels: int, smoothing: float = 0.0) -> torch.Tensor:
     """Counted ``P(y | x_B)`` for positions ``B``: Tensor[V, ..., V, C]; NaN where ``x_B`` never occurs."""
-    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    tokens, labels, vocab_size, n_labels = _check_data(tokens, labels, vocab_size, n_labels)
     positions = _check_positions("positions", positions, tokens.shape[1])
     smoothing = check_finite_float("smoothing", smoothing, minimum=0.0)
-    counts = _joint_counts(tokens, labels, positions, n_tokens, n_labels)
+    counts = _joint_counts(tokens, labels, positions, vocab_size, n_labels)
     return conditional_table(counts, smoothing).to(torch.get_default_dtype())
 
 
-def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, n_tokens: int, n_labels: int,
+@_accepts_n_tokens
+def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, vocab_size: int, n_labels: int,
                     smoothing: float = 0.0) -> torch.Tensor:
     """Order-0 positional signature ``psi^(i)_v(y) = P(y | x_i = v)`` (eq. 1.1): Tensor[V, C].
 
@@ -81,16 +98,17 @@ def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, n
     """
     if isinstance(position, bool) or not isinstance(position, int):
         raise ValueError(f"position must be an int, got {position!r}")
-    return conditional_label_distribution(tokens, labels, [position], n_tokens, n_labels, smoothing)
+    return conditional_label_distribution(tokens, labels, [position], vocab_size, n_labels, smoothing)
 
 
-def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n_labels: int,
+@_accepts_n_tokens
+def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, vocab_size: int, n_labels: int,
                     position: int | None = None, reference: torch.Tensor | None = None) -> torch.Tensor:
     """Signature drive ``S^(i) = E[1[x_i = v] (delta_y - q)]`` (eq. 1.3): Tensor[V, C].
 
     ``position=None`` gives the pooled ``S = sum_i S^(i)``; ``reference`` is ``q`` (default: the label marginal).
     """
-    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    tokens, labels, vocab_size, n_labels = _check_data(tokens, labels, vocab_size, n_labels)
     positions = range(tokens.shape[1]) if position is None else _check_positions("position", position, tokens.shape[1])
     if reference is not None and not isinstance(reference, torch.Tensor):
         raise TypeError(f"reference must be a torch.Tensor of shape [{n_labels}] or None, "
@@ -99,9 +117,9 @@ def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, n_tokens: int, n
     if q.shape != (n_labels,):
         raise ValueError(f"reference must have shape [{n_labels}], got {tuple(q.shape)}")
     n = tokens.shape[0]
-    drive = torch.zeros(n_tokens, n_labels, dtype=torch.float64, device=tokens.device)
+    drive = torch.zeros(vocab_size, n_labels, dtype=torch.float64, device=tokens.device)
     for p in positions:
-        counts = _joint_counts(tokens, labels, [p], n_tokens, n_labels)
+        counts = _joint_counts(tokens, labels, [p], vocab_size, n_labels)
         drive += counts / n - counts.sum(-1, keepdim=True) / n * q
     return drive.to(torch.get_default_dtype())
 
@@ -135,20 +153,21 @@ def mobius_residual(conditional: Callable[[list[int]], torch.Tensor], positions:
     return total
 
 
-def pure_signature(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequence[int], n_tokens: int,
+@_accepts_n_tokens
+def pure_signature(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequence[int], vocab_size: int,
                    n_labels: int) -> torch.Tensor:
     """Counted pure order-k signature ``Delta^(i;J)`` for ``positions = (i, j_1, ..., j_k)``: Tensor[V]*(k+1) + [C].
 
     Cells whose full context never occurs are NaN.
     """
-    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    tokens, labels, vocab_size, n_labels = _check_data(tokens, labels, vocab_size, n_labels)
     positions = _check_positions("positions", positions, tokens.shape[1])
     pi = label_marginal(labels, n_labels).double()
 
     def conditional(subset: list[int]) -> torch.Tensor:
         if not subset:
             return pi
-        return conditional_table(_joint_counts(tokens, labels, subset, n_tokens, n_labels))
+        return conditional_table(_joint_counts(tokens, labels, subset, vocab_size, n_labels))
 
     return mobius_residual(conditional, positions).to(torch.get_default_dtype())
 
@@ -159,34 +178,35 @@ def kernel_from_signature(delta: torch.Tensor, context_weights: torch.Tensor | N
     ``delta``: Tensor[V, ..., C]; ``context_weights``: Tensor[...] over the context axes (default uniform
     average). NaN cells (unseen contexts) contribute nothing.
     """
-    n_tokens = delta.shape[0]
-    flat = torch.nan_to_num(delta.double(), nan=0.0).reshape(n_tokens, -1, delta.shape[-1])
+    vocab_size = delta.shape[0]
+    flat = torch.nan_to_num(delta.double(), nan=0.0).reshape(vocab_size, -1, delta.shape[-1])
     if context_weights is None:
         weights = torch.full((flat.shape[1],), 1.0 / flat.shape[1], dtype=torch.float64, device=delta.device)
     else:
         weights = context_weights.double().reshape(-1)
     weighted = flat * weights.sqrt()[None, :, None]
-    rows = weighted.reshape(n_tokens, -1)
+    rows = weighted.reshape(vocab_size, -1)
     return (rows @ rows.T).to(torch.get_default_dtype())
 
 
-def signature_kernel(tokens: torch.Tensor, labels: torch.Tensor, order: int, n_tokens: int,
+@_accepts_n_tokens
+def signature_kernel(tokens: torch.Tensor, labels: torch.Tensor, order: int, vocab_size: int,
                      n_labels: int) -> torch.Tensor:
     """Counted pure order-k token kernel ``K^(k)`` (eq. 1.10): Tensor[V, V].
 
     Sums over query positions ``i`` and ordered context tuples ``J`` (``|J| = k``), weighting contexts
     by the product of their empirical position marginals.
     """
-    tokens, labels, n_tokens, n_labels = _check_data(tokens, labels, n_tokens, n_labels)
+    tokens, labels, vocab_size, n_labels = _check_data(tokens, labels, vocab_size, n_labels)
     seq_len = tokens.shape[1]
     if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < seq_len:
         raise ValueError(f"order must be an int in [0, {seq_len - 1}] (number of context tokens), got {order!r}")
-    marginals = [torch.bincount(tokens[:, p], minlength=n_tokens).double() / tokens.shape[0] for p in range(seq_len)]
-    kernel = torch.zeros(n_tokens, n_tokens, dtype=torch.float64, device=tokens.device)
+    marginals = [torch.bincount(tokens[:, p], minlength=vocab_size).double() / tokens.shape[0] for p in range(seq_len)]
+    kernel = torch.zeros(vocab_size, vocab_size, dtype=torch.float64, device=tokens.device)
     for i in range(seq_len):
         others = [p for p in range(seq_len) if p != i]
         for context in itertools.combinations(others, order):
-            delta = pure_signature(tokens, labels, [i, *context], n_tokens, n_labels)
+            delta = pure_signature(tokens, labels, [i, *context], vocab_size, n_labels)
             rho = torch.ones((), dtype=torch.float64, device=tokens.device)
             for p in context:
                 rho = rho[..., None] * marginals[p]

@@ -33,7 +33,7 @@ CORPUS = TinyCorpus(n_sentences=200)
 
 def sig(**overrides):
     """label_signature with good arguments, except the ones overridden."""
-    args = dict(tokens=TOKENS, labels=LABELS, position=0, n_tokens=8, n_labels=3)
+    args = dict(tokens=TOKENS, labels=LABELS, position=0, vocab_size=8, n_labels=3)
     args.update(overrides)
     return lambda: sg.label_signature(**args)
 
@@ -196,7 +196,7 @@ BAD_INPUTS = [
     ("tokens list", sig(tokens=TOKENS.tolist()), TypeError, r"tokens must be a torch.Tensor"),
     ("tokens 1-D", sig(tokens=TOKENS[:, 0]), ValueError, r"tokens must have shape \[N, L\]"),
     ("tokens empty", sig(tokens=TOKENS[:0], labels=LABELS[:0]), ValueError, r"tokens must have shape \[N, L\] with N >= 1"),
-    ("token ids out of range", sig(n_tokens=5), ValueError, r"tokens holds ids in \[0, 7\], expected ids in \[0, 5\)"),
+    ("token ids out of range", sig(vocab_size=5), ValueError, r"tokens holds ids in \[0, 7\], expected ids in \[0, 5\)"),
     ("labels wrong length", sig(labels=LABELS[:-1]), ValueError, r"labels must have shape \[30\]"),
     ("labels float", sig(labels=LABELS.float()), TypeError, r"labels must be an integer tensor"),
     ("labels list", sig(labels=LABELS.tolist()), TypeError, r"labels must be a torch.Tensor"),
@@ -206,7 +206,7 @@ BAD_INPUTS = [
     ("position float", sig(position=1.0), ValueError, r"position must be an int"),
     ("smoothing negative", sig(smoothing=-1.0), ValueError, r"smoothing must be >= 0"),
     ("smoothing NaN", sig(smoothing=NAN), ValueError, r"smoothing must be finite"),
-    ("n_tokens zero", sig(n_tokens=0), ValueError, r"n_tokens must be an int >= 1"),
+    ("signature vocab_size zero", sig(vocab_size=0), ValueError, r"vocab_size must be an int >= 1"),
     ("n_labels string", sig(n_labels="3"), TypeError, r"n_labels must be an int"),
     ("signature_kernel order 3", lambda: sg.signature_kernel(TOKENS, LABELS, 3, 8, 3), ValueError, r"order must be an int in \[0, 2\]"),
     ("signature_kernel order -1", lambda: sg.signature_kernel(TOKENS, LABELS, -1, 8, 3), ValueError, r"order must be an int"),

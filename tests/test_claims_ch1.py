@@ -16,7 +16,7 @@ def _counted(task, n, seed, shuffle=False):
     batch = task.sample(n, generator=torch.Generator().manual_seed(seed))
     labels = batch.labels[torch.randperm(n, generator=torch.Generator().manual_seed(seed))] if shuffle \
         else batch.labels
-    return batch, sl.signatures.label_signature(batch.tokens, labels, 0, n_tokens=64, n_labels=4)
+    return batch, sl.signatures.label_signature(batch.tokens, labels, 0, vocab_size=64, n_labels=4)
 
 
 # ----- counting error ------------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def _counted_kernels(task, n, shuffle=False):
     batch = task.sample(n, generator=torch.Generator().manual_seed(4))
     labels = batch.labels[torch.randperm(n, generator=torch.Generator().manual_seed(5))] if shuffle \
         else batch.labels
-    return [sl.signatures.signature_kernel(batch.tokens, labels, order=k, n_tokens=64, n_labels=4)
+    return [sl.signatures.signature_kernel(batch.tokens, labels, order=k, vocab_size=64, n_labels=4)
             for k in range(2)]
 
 

@@ -10,8 +10,8 @@ from ._core import _compare, _exercise, _fail
 __all__ = ["check_label_signature", "check_pair_residual", "check_addition_kernel", "check_linear_cka"]
 
 
-def _ref_label_signature(tokens, labels, position, n_tokens, n_labels):
-    counts = torch.zeros(n_tokens, n_labels, dtype=torch.float64)
+def _ref_label_signature(tokens, labels, position, vocab_size, n_labels):
+    counts = torch.zeros(vocab_size, n_labels, dtype=torch.float64)
     counts.index_put_((tokens[:, position], labels), torch.ones(len(labels), dtype=torch.float64), accumulate=True)
     totals = counts.sum(1, keepdim=True)
     return torch.where(totals > 0, counts / totals.clamp_min(1), torch.full_like(counts, float("nan")))
@@ -19,16 +19,16 @@ def _ref_label_signature(tokens, labels, position, n_tokens, n_labels):
 
 @_exercise("ex-1.1", "Count an order-0 signature", function="label_signature", difficulty=1, minutes=15)
 def check_label_signature(label_signature: Callable) -> None:
-    """Check ``label_signature(tokens, labels, position, n_tokens, n_labels) -> Tensor[V, C]``."""
+    """Check ``label_signature(tokens, labels, position, vocab_size, n_labels) -> Tensor[V, C]``."""
     gen = torch.Generator().manual_seed(11)
     cases = [(6, 3, 2, 40), (10, 4, 3, 500), (5, 2, 1, 7)]
-    for n_tokens, n_labels, seq_len, n in cases:
-        tokens = torch.randint(n_tokens - 1, (n, seq_len), generator=gen)  # the last token never occurs
+    for vocab_size, n_labels, seq_len, n in cases:
+        tokens = torch.randint(vocab_size - 1, (n, seq_len), generator=gen)  # the last token never occurs
         labels = torch.randint(n_labels, (n,), generator=gen)
         for position in range(seq_len):
-            got = label_signature(tokens, labels, position, n_tokens, n_labels)
-            expected = _ref_label_signature(tokens, labels, position, n_tokens, n_labels)
-            what = f"case V={n_tokens}, C={n_labels}, N={n}, position={position}"
+            got = label_signature(tokens, labels, position, vocab_size, n_labels)
+            expected = _ref_label_signature(tokens, labels, position, vocab_size, n_labels)
+            what = f"case V={vocab_size}, C={n_labels}, N={n}, position={position}"
             if isinstance(got, torch.Tensor) and got.shape == expected.shape:
                 seen = ~torch.isnan(expected[:, 0])
                 sums = got.double()[seen].sum(1)
@@ -46,14 +46,14 @@ def _ref_pair_residual(phi_pair, psi_i, psi_j, pi):
 def check_pair_residual(pair_residual: Callable) -> None:
     """Check ``pair_residual(phi_pair [V, V, C], psi_i [V, C], psi_j [V, C], pi [C]) -> Tensor[V, V, C]``."""
     gen = torch.Generator().manual_seed(12)
-    n_tokens, n_labels = 5, 3
+    vocab_size, n_labels = 5, 3
     # an additive-in-probability task has no pure pair part
     base = torch.softmax(torch.randn(n_labels, generator=gen), 0)
-    a = 0.2 * (torch.softmax(torch.randn(n_tokens, n_labels, generator=gen), 1) - base)
-    b = 0.2 * (torch.softmax(torch.randn(n_tokens, n_labels, generator=gen), 1) - base)
+    a = 0.2 * (torch.softmax(torch.randn(vocab_size, n_labels, generator=gen), 1) - base)
+    b = 0.2 * (torch.softmax(torch.randn(vocab_size, n_labels, generator=gen), 1) - base)
     phi = base + a[:, None, :] + b[None, :, :]
     got = pair_residual(phi, base + a, base + b, base)
-    _compare("ex-1.2", got, torch.zeros(n_tokens, n_tokens, n_labels),
+    _compare("ex-1.2", got, torch.zeros(vocab_size, vocab_size, n_labels),
              "additive task P(y|v,w) = pi + a_v + b_w (the pure part must vanish)")
     # the worked example of the three-attribute task
     from ..tasks import StaircaseTask
@@ -64,7 +64,7 @@ def check_pair_residual(pair_residual: Callable) -> None:
     expected = 0.3 * (torch.nn.functional.one_hot((h[:, None] + h[None, :]) % 2, 2).double() - 0.5)
     _compare("ex-1.2", got, expected, "three-attribute task, positions (0, 1): expected lambda_1 (delta - 1/C)")
     # a generic case
-    phi = torch.softmax(torch.randn(n_tokens, n_tokens, n_labels, generator=gen), -1)
+    phi = torch.softmax(torch.randn(vocab_size, vocab_size, n_labels, generator=gen), -1)
     psi_i, psi_j = phi.mean(1), phi.mean(0)
     _compare("ex-1.2", pair_residual(phi, psi_i, psi_j, psi_i.mean(0)),
              _ref_pair_residual(phi, psi_i, psi_j, psi_i.mean(0)),
@@ -114,11 +114,11 @@ def _as_number(exercise_id: str, got, what: str) -> float:
 def check_linear_cka(linear_cka: Callable) -> None:
     """Check ``linear_cka(embeddings [V, d], kernel [V, V]) -> float`` against the library on random cases."""
     gen = torch.Generator().manual_seed(14)
-    for n_tokens, d in ((6, 3), (10, 4), (16, 16)):
-        e = torch.randn(n_tokens, d, generator=gen, dtype=torch.float64)
-        b = torch.randn(n_tokens, 3, generator=gen, dtype=torch.float64)
+    for vocab_size, d in ((6, 3), (10, 4), (16, 16)):
+        e = torch.randn(vocab_size, d, generator=gen, dtype=torch.float64)
+        b = torch.randn(vocab_size, 3, generator=gen, dtype=torch.float64)
         kernel = b @ b.T + 0.5  # PSD, and not centred: centring it is part of the job
-        what = f"random case V={n_tokens}, d={d}"
+        what = f"random case V={vocab_size}, d={d}"
         got = _as_number("ex-1.4", linear_cka(e, kernel), what)
         expected = _ref_cka(e, kernel)
         if abs(got - expected) > 1e-5:

@@ -15,8 +15,8 @@ def _ref_velocity(drives, readout, blocks, slope):
     return slope * torch.einsum("lvc,cm,lmd->vd", drives.double(), readout.double(), blocks.double())
 
 
-def _random_factors(gen, n_pos=3, n_tokens=6, n_labels=4, d_hidden=5, d_embed=3):
-    drives = torch.randn(n_pos, n_tokens, n_labels, generator=gen)
+def _random_factors(gen, n_pos=3, vocab_size=6, n_labels=4, d_hidden=5, d_embed=3):
+    drives = torch.randn(n_pos, vocab_size, n_labels, generator=gen)
     return (drives - drives.mean(-1, keepdim=True), torch.randn(n_labels, d_hidden, generator=gen),
             torch.randn(n_pos, d_hidden, d_embed, generator=gen))
 
