@@ -49,17 +49,17 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     return value
 
 
-def check_tokens(name: str, tokens: Any, n_tokens: int | None = None) -> torch.Tensor:
-    """Check an integer token tensor of shape [N, L] with ids in [0, n_tokens)."""
+def check_tokens(name: str, tokens: Any, vocab_size: int | None = None) -> torch.Tensor:
+    """Check an integer token tensor of shape [N, L] with ids in [0, vocab_size)."""
     if not isinstance(tokens, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape [N, L], got {type(tokens).__name__}")
     if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
         raise TypeError(f"{name} must be an integer tensor (e.g. torch.long), got dtype {tokens.dtype}")
     if tokens.dim() != 2 or tokens.shape[0] == 0:
         raise ValueError(f"{name} must have shape [N, L] with N >= 1, got shape {tuple(tokens.shape)}")
-    if n_tokens is not None and tokens.numel() and (tokens.min() < 0 or tokens.max() >= n_tokens):
+    if vocab_size is not None and tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(
-            f"{name} holds ids in [{int(tokens.min())}, {int(tokens.max())}], expected ids in [0, {n_tokens})"
+            f"{name} holds ids in [{int(tokens.min())}, {int(tokens.max())}], expected ids in [0, {vocab_size})"
         )
     return tokens
 
