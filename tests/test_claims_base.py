@@ -49,3 +49,5 @@ def test_glued_text_reaches_the_page_verbatim(monkeypatch, value, fmt):
     monkeypatch.setattr(myst_nb, "glue", lambda name, variable, display=True: glued.update({name: variable}))
     text = glue("x", value, fmt)
     assert format_plain_text(PlainTextFormatter()(glued["x"]), "") == text == fmt.format(value)
+    # a cell that ends in a glue shows nothing more on the page: IPython defers to _ipython_display_
+    assert isinstance(text, str) and text._ipython_display_() is None

@@ -91,7 +91,8 @@ def glue(name: str, value: Any, fmt: str = "{:.3g}", display: bool = False) -> s
 
     In the built book (myst-nb present) the formatted string is glued under ``name``; elsewhere (Colab,
     plain Jupyter) nothing is glued and the returned string is all there is. ``fmt`` is a ``str.format``
-    pattern (default three significant digits). The glued output is hidden unless ``display=True``.
+    pattern (default three significant digits). The glued output is hidden unless ``display=True``, and a
+    cell that ends in a glue does not print the returned string in the book.
 
     The string is glued as a ``str``: ``{glue:text}`` reads a glued value's plain text as a Python literal,
     which turns the quoted string back into exactly this text (unquoted, "2,500" would be read as the tuple
@@ -105,4 +106,12 @@ def glue(name: str, value: Any, fmt: str = "{:.3g}", display: bool = False) -> s
     except ImportError:  # Colab and plain Jupyter: the text shows the value where the cell prints it
         return text
     myst_glue(name, text, display=display)
-    return text
+    return _Glued(text)
+
+
+class _Glued(str):
+    """The string :func:`glue` returns in the book: the value is in the glue, so a cell that ends in a glue
+    shows nothing more (IPython calls ``_ipython_display_`` instead of printing the string)."""
+
+    def _ipython_display_(self) -> None:
+        return None
