@@ -12,7 +12,7 @@ from ._checks import check_nonnegative_int
 
 __all__ = ["ORDER_COLORS", "ORDER_LINESTYLES", "ORDER_MARKERS", "ORDER_STYLES", "order_style", "use_course_style",
            "signature_heatmap", "kernel_heatmap", "staircase_plot", "alignment_plot", "attention_heatmap",
-           "level_lines"]
+           "level_lines", "twin_legend", "median_band", "loss_twin"]
 
 ORDER_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 """Colour of order 0, 1, 2, ... in every figure: the Okabe-Ito palette, which readers with any common
@@ -197,6 +197,53 @@ def level_lines(ax: plt.Axes, levels: Sequence[float] | torch.Tensor, names: Seq
                         fontsize=fontsize, color="dimgrey" if color == "grey" else color,
                         ha="right" if x > 0.5 else "left", va="top" if k in below else "bottom")
     return ax
+
+
+def twin_legend(ax: plt.Axes, twin: plt.Axes, extra: Mapping[str, mpl.artist.Artist] | None = None,
+                **legend_kw) -> mpl.legend.Legend:
+    """One legend on ``ax`` for the labelled lines of ``ax`` and then of its twin axis ``twin`` (the loss axis
+    of :func:`staircase_plot` or :func:`loss_twin`), then the ``extra`` entries (label -> handle, e.g. a
+    ``plt.Line2D`` for lines drawn without a label); ``legend_kw`` go to ``ax.legend``."""
+    for name, value in (("ax", ax), ("twin", twin)):
+        if not isinstance(value, plt.Axes):
+            raise TypeError(f"{name} must be a matplotlib Axes, got {type(value).__name__}")
+    extra = dict(extra or {})
+    if not all(isinstance(h, mpl.artist.Artist) for h in extra.values()):
+        raise TypeError(f"extra must map labels to matplotlib artists, got {extra!r}")
+    handles, labels = (a + b for a, b in zip(ax.get_legend_handles_labels(), twin.get_legend_handles_labels()))
+    return ax.legend(handles + list(extra.values()), labels + list(extra), **legend_kw)
+
+
+def median_band(ax: plt.Axes, x: torch.Tensor | Sequence[float], curves: torch.Tensor, label: str | None = None,
+                lw: float = 2.0, alpha: float = 0.2, **style) -> plt.Axes:
+    """The median over seeds of ``curves`` Tensor[S, T] (S seeds, T records at the steps ``x``, length T) as
+    a line in ``style`` (e.g. :func:`order_style`), and their range (min to max) as a band in the line's
+    colour with opacity ``alpha``."""
+    if not isinstance(curves, torch.Tensor) or curves.dim() != 2:
+        raise ValueError(f"curves must be a tensor [seeds, records], got {getattr(curves, 'shape', type(curves))}")
+    if curves.shape[1] != len(x):
+        raise ValueError(f"curves has {curves.shape[1]} records per seed but x has {len(x)} steps")
+    line, = ax.plot(x, curves.median(0).values, lw=lw, label=label, **style)
+    ax.fill_between(x, curves.min(0).values, curves.max(0).values, color=line.get_color(), alpha=alpha)
+    return ax
+
+
+def loss_twin(ax: plt.Axes, x: torch.Tensor | Sequence[float], losses: Sequence[torch.Tensor],
+              color: str = "0.45", lw: float = 1.0, alpha: float = 0.8, ylabel: str = "loss (nats)",
+              label_color: str | None = None) -> plt.Axes:
+    """The loss of every seed (``losses``: one Tensor[T] per seed, at the steps ``x`` of length T) as thin
+    lines in ``color`` on a new right-hand axis sharing ``ax``'s x axis; returns that twin axis, whose
+    label ``ylabel`` is written in ``label_color`` (matplotlib's default when None)."""
+    if len(losses) == 0:
+        raise ValueError("losses must hold at least one loss curve, got none")
+    for k, loss in enumerate(losses):
+        if len(loss) != len(x):
+            raise ValueError(f"losses[{k}] has {len(loss)} records but x has {len(x)} steps")
+    twin = ax.twinx()
+    for loss in losses:
+        twin.plot(x, loss, color=color, ls="-", lw=lw, alpha=alpha)
+    twin.set_ylabel(ylabel, color=label_color)
+    return twin
 
 
 _ICONS = {"fa-play fa-flip-horizontal": "&#9664;", "fa-fast-backward": "&#8676;", "fa-fast-forward": "&#8677;",

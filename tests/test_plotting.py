@@ -185,3 +185,49 @@ def test_level_lines_draws_and_labels_every_level():
         plotting.level_lines(ax, [1.0, 0.5], ["one"])
     with pytest.raises(ValueError, match="x must be a fraction"):
         plotting.level_lines(ax, [1.0], x=1.5)
+
+
+def test_twin_legend_joins_both_axes_and_extra_entries():
+    _, ax = plt.subplots()
+    ax.plot([1, 2], [0, 1], label="alignment")
+    twin = ax.twinx()
+    twin.plot([1, 2], [1, 0], label="loss")
+    legend = plotting.twin_legend(ax, twin, {"levels": plt.Line2D([], [], ls=":")}, fontsize=8)
+    assert [t.get_text() for t in legend.get_texts()] == ["alignment", "loss", "levels"]
+    assert ax.get_legend() is legend
+    with pytest.raises(TypeError, match="twin must be a matplotlib Axes"):
+        plotting.twin_legend(ax, "loss")
+    with pytest.raises(TypeError, match="extra must map labels to matplotlib artists"):
+        plotting.twin_legend(ax, twin, {"levels": 1.0})
+    plt.close(ax.figure)
+
+
+def test_median_band_draws_the_median_and_the_range():
+    _, ax = plt.subplots()
+    curves = torch.tensor([[0.0, 1.0, 2.0], [2.0, 3.0, 4.0], [1.0, 5.0, 3.0]])
+    plotting.median_band(ax, torch.arange(3), curves, label="run", **plotting.order_style(1))
+    draw(ax)
+    line = ax.get_lines()[0]
+    assert list(line.get_ydata()) == [1.0, 3.0, 3.0] and line.get_label() == "run"
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == 0.0 and band.max() == 5.0, "the band spans the seeds' range"
+    assert mpl.colors.same_color(ax.collections[0].get_facecolor()[0][:3], plotting.ORDER_COLORS[1])
+    with pytest.raises(ValueError, match="curves must be a tensor"):
+        plotting.median_band(ax, torch.arange(3), torch.ones(3))
+    with pytest.raises(ValueError, match="curves has 3 records per seed but x has 2"):
+        plotting.median_band(ax, torch.arange(2), curves)
+    plt.close(ax.figure)
+
+
+def test_loss_twin_draws_every_seed_on_a_right_axis():
+    _, ax = plt.subplots()
+    x = torch.arange(1, 5)
+    twin = plotting.loss_twin(ax, x, [torch.ones(4), 2 * torch.ones(4)], ylabel="loss", label_color="0.35")
+    assert twin is not ax and twin.get_shared_x_axes().joined(ax, twin)
+    assert len(twin.get_lines()) == 2 and not ax.get_lines()
+    assert twin.get_ylabel() == "loss" and mpl.colors.same_color(twin.yaxis.label.get_color(), "0.35")
+    with pytest.raises(ValueError, match="losses must hold at least one"):
+        plotting.loss_twin(ax, x, [])
+    with pytest.raises(ValueError, match=r"losses\[1\] has 3 records but x has 4"):
+        plotting.loss_twin(ax, x, [torch.ones(4), torch.ones(3)])
+    plt.close(ax.figure)
