@@ -175,10 +175,7 @@ def main(argv: list[str] | None = None) -> dict:
     config = sl.training.TrainConfig(steps=args.steps, lr=args.lr, batch_size=args.batch_size,
                                      record_every=args.record_every, seed=args.seed + 1000 * rank,
                                      eval_size=512, device=str(device), progress=None if rank == 0 else False)
-    try:
-        history = sl.training.train(model, task, config, probes=probes, wrap=wrap)
-    except FloatingPointError as error:
-        raise FloatingPointError(f"{error} (lower --lr)") from None
+    history = sl.training.train(model, task, config, probes=probes, wrap=wrap)  # NaN loss: FloatingPointError
     result = {}
     if rank == 0:  # only rank 0 measures and writes
         measured = (_GrammarCurves(corpus, args.d_embed) if args.corpus == "grammar"

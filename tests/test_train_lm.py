@@ -77,6 +77,13 @@ def test_bad_ddp_and_thread_options_are_refused_clearly(argv, env, message):
     assert bad.returncode == 2 and message in bad.stderr, bad.stderr
 
 
+def test_a_diverging_run_stops_with_a_floating_point_error_naming_the_learning_rate(tmp_path):
+    run = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--lr", "1e6", "--out", str(tmp_path / "nan.json")],
+                         capture_output=True, text=True, env=_env(), timeout=120)
+    assert run.returncode == 1 and "FloatingPointError" in run.stderr and "lr=1000000.0" in run.stderr
+    assert not (tmp_path / "nan.json").exists()
+
+
 def test_ddp_on_one_process_is_the_plain_run(tmp_path, single):
     """DDP over a world of one averages nothing: the same seeds give the same numbers as without it."""
     out = tmp_path / "ddp1.json"

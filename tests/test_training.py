@@ -386,3 +386,14 @@ def test_bad_wrap_hooks_are_refused_clearly(task):
         sl.training.train_ensemble([small_model(0), small_model(1)], task, config(), wrap=lambda m: m)
     with pytest.raises(TypeError, match="wrap must return a module to call, got int"):
         train(small_model(), task, config(), wrap=lambda m: 3)
+
+
+def test_a_transformer_with_nan_weights_raises_floating_point_error_not_an_attention_check():
+    corpus = sl.corpus.TextCorpus.from_text("the cat sat on the mat . a dog ran . " * 100, vocab_size=12)
+    cfg = sl.training.TrainConfig(steps=3, record_every=1, batch_size=8, eval_size=16, device="cpu",
+                                  progress=False)
+    model = sl.models.TinyGPT(corpus.vocab_size, 6, d_embed=8, seed=0)
+    with torch.no_grad():
+        model.embedding.fill_(float("nan"))  # NaN attention maps too, which the snapshot's checks refuse
+    with pytest.raises(FloatingPointError, match=r"nan at step 0 with lr=0\.01"):
+        train(model, corpus.sequences(6), cfg)

@@ -87,6 +87,10 @@ def run(engine: Engine, stream, steps: int, marks: list[int], evaluation: tuple[
 
     def take_record(step: int) -> None:
         loss, accuracy = engine.evaluate(*evaluation)
+        bad = (~torch.isfinite(loss)).nonzero()
+        if len(bad):  # before the snapshot, whose checks would refuse NaN attention maps less clearly
+            k = int(bad[0])
+            raise nonfinite_loss(describe_member(k), float(loss[k]), step, lr)
         records.loss.append(loss)
         records.accuracy.append(accuracy)
         records.embeddings.append(engine.embeddings().clone())
@@ -94,10 +98,6 @@ def run(engine: Engine, stream, steps: int, marks: list[int], evaluation: tuple[
             records.extras.setdefault(name, []).append(value)
         for name, batch in probes.items():
             records.probes.setdefault(name, []).append(torch.stack(engine.evaluate(*batch)))
-        bad = (~torch.isfinite(loss)).nonzero()
-        if len(bad):
-            k = int(bad[0])
-            raise nonfinite_loss(describe_member(k), float(loss[k]), step, lr)
 
     start = time.perf_counter()
     try:
