@@ -65,7 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--record-every", type=int, default=100, help="steps between CKA records")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:K (under torchrun: cuda:LOCAL_RANK)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads per process (default: torch's own count)")
     p.add_argument("--out", type=Path, default=Path("lm_result.json"), help="result file (JSON)")
     p.add_argument("--ddp", choices=["auto", "on", "off"], default="auto",
                    help="DistributedDataParallel: auto = when torchrun starts more than one process, on = under "
@@ -148,7 +149,8 @@ def main(argv: list[str] | None = None) -> dict:
     distributed = args.ddp == "on" or (args.ddp == "auto" and world > 1)
     if args.threads:
         torch.set_num_threads(args.threads)
-        os.environ["STAIRCASE_THREADS"] = str(args.threads)  # the loop's thread cap (runtime.training_threads)
+    if args.threads or "STAIRCASE_THREADS" not in os.environ:  # the loop's cap (runtime.training_threads,
+        os.environ["STAIRCASE_THREADS"] = str(torch.get_num_threads())  # 1 by default): keep these threads
     device = sl.resolve_device(args.device)
     wrap = None
     if distributed:
