@@ -9,9 +9,20 @@ One process:             python scripts/train_lm.py --steps 3000 --out lm_result
 Real text, on a GPU:     python scripts/train_lm.py --corpus python-docs --seq-len 16 --device auto
 Data-parallel (DDP):     torchrun --standalone --nproc_per_node=2 scripts/train_lm.py --out lm_result.json
 
-Under torchrun every rank draws its own batches (seed + rank), DistributedDataParallel averages the
-gradients (gloo on the CPU, nccl on CUDA), and rank 0 records the curves and writes the file. ``--batch-size``
-is per rank, so N ranks see N times as many tokens per step.
+Training is the library's one loop (``sl.training.train``: fused Adam, fresh batches each step, the loss on
+a fixed batch of 512 sequences, the embeddings and attention recorded every ``--record-every`` steps); the
+curves are read from the recorded embeddings after training. Under torchrun (``--ddp auto``, the default,
+when it starts more than one process; ``--ddp on`` also with one) every rank draws its own batches
+(seed + 1000 rank), DistributedDataParallel averages the gradients (gloo on the CPU, nccl on CUDA) through
+the loop's ``wrap`` hook, and rank 0 writes the file. ``--batch-size`` is per rank, so N ranks see N times
+as many tokens per step. ``train_seconds`` is the time of the training steps (recording left out).
+
+The two shipped results (staircase_lib/data, on one CPU thread per process, a few minutes each):
+
+    python scripts/train_lm.py --corpus python-docs --seq-len 16 --batch-size 32 --device cpu --threads 1 \
+        --out staircase_lib/data/lm_real_text_at_scale.json
+    torchrun --standalone --nproc_per_node=2 scripts/train_lm.py --steps 1500 --record-every 50 --device cpu \
+        --threads 1 --out staircase_lib/data/tiny_lm_at_scale.json
 """
 from __future__ import annotations
 
@@ -19,7 +30,6 @@ import argparse
 import math
 import os
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -55,8 +65,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--record-every", type=int, default=100, help="steps between CKA records")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:K (under torchrun: cuda:LOCAL_RANK)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads per process (default: torch's own count)")
     p.add_argument("--out", type=Path, default=Path("lm_result.json"), help="result file (JSON)")
+    p.add_argument("--ddp", choices=["auto", "on", "off"], default="auto",
+                   help="DistributedDataParallel: auto = when torchrun starts more than one process, on = under "
+                        "torchrun even with one, off = never (one process without torchrun)")
     args = p.parse_args(argv)
     for name in ("layers", "heads", "d_embed", "seq_len", "classes", "nouns_per_class", "sentences", "steps",
                  "batch_size", "record_every", "words"):
@@ -66,6 +80,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--lr must be a positive number, got {args.lr}")
     if args.vocab_size <= args.words:
         p.error(f"--vocab-size must be above --words, got {args.vocab_size} and {args.words}")
+    if args.seed < 0:
+        p.error(f"--seed must be >= 0, got {args.seed}")
+    if args.threads is not None and args.threads < 1:
+        p.error(f"--threads must be >= 1, got {args.threads}")
+    world = os.environ.get("WORLD_SIZE")
+    if args.ddp == "on" and world is None:
+        p.error("--ddp on needs the processes torchrun starts (torchrun --nproc_per_node=N scripts/train_lm.py)")
+    if args.ddp == "off" and world is not None and int(world) > 1:
+        p.error(f"--ddp off cannot run under torchrun with {world} processes (each would write --out)")
     return args
 
 
@@ -114,105 +137,68 @@ def build(args: argparse.Namespace, corpus) -> tuple[nn.Module, object]:
     return model, corpus.windows(args.seq_len)
 
 
-class _Logits(nn.Module):
-    """DDP calls ``forward``; route it to the model's unchecked ``logits`` (no device syncs)."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.model.logits(tokens)
+def _curves_over_time(history: sl.training.History, measured) -> dict[str, list[float]]:
+    """Each curve of ``measured`` at every recorded step (from the recorded embeddings [T, V, d])."""
+    rows = [measured(embedding) for embedding in history.embeddings]
+    return {name: [row[name] for row in rows] for name in measured.names}
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    distributed = world > 1
+    distributed = args.ddp == "on" or (args.ddp == "auto" and world > 1)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.threads or "STAIRCASE_THREADS" not in os.environ:  # the loop's cap (runtime.training_threads,
+        os.environ["STAIRCASE_THREADS"] = str(torch.get_num_threads())  # 1 by default): keep these threads
     device = sl.resolve_device(args.device)
+    wrap = None
     if distributed:
         import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
 
         if device.type == "cuda":
             device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
             torch.cuda.set_device(device)
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+
+        def wrap(module: nn.Module) -> nn.Module:
+            return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None)
     if args.corpus == "grammar":
         corpus = TinyCorpus(n_sentences=args.sentences, n_classes=args.classes,
                             nouns_per_class=args.nouns_per_class, seed=args.seed)
     else:
         corpus = sl.corpus.TextCorpus.from_python_docs(args.vocab_size)
     model, task = build(args, corpus)
-    model.to(device).train()
-    net = _Logits(model)
-    if distributed:
-        from torch.nn.parallel import DistributedDataParallel
-
-        net = DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    gen = torch.Generator(device=device).manual_seed(args.seed + 1000 * rank)
-    eval_batch = task.sample(512, torch.Generator(device=device).manual_seed(args.seed + 10_000))
-    loss_fn = nn.CrossEntropyLoss()
-
-    def loss_of(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return loss_fn(logits.flatten(0, -2), labels.flatten())
-
-    if rank == 0:  # only rank 0 measures
+    probes = {}
+    if args.corpus == "python-docs" and args.model == "gpt":
+        probes["heldout"] = corpus.sequences(args.seq_len, split="heldout").sample(
+            512, torch.Generator(device=device).manual_seed(args.seed + 20_000))
+    config = sl.training.TrainConfig(steps=args.steps, lr=args.lr, batch_size=args.batch_size,
+                                     record_every=args.record_every, seed=args.seed + 1000 * rank,
+                                     eval_size=512, device=str(device), progress=None if rank == 0 else False)
+    history = sl.training.train(model, task, config, probes=probes, wrap=wrap)  # NaN loss: FloatingPointError
+    result = {}
+    if rank == 0:  # only rank 0 measures and writes
         measured = (_GrammarCurves(corpus, args.d_embed) if args.corpus == "grammar"
                     else _TextCurves(corpus, args.d_embed, args.words, args.seq_len))
-    curves = _GrammarCurves.names if args.corpus == "grammar" else _TextCurves.names
-    record: dict[str, list] = {"step": [], "loss": [], **{f"cka_{name}": [] for name in curves}}
-    if args.model == "gpt":
-        record["attention_entropy"] = []
-    heldout = None
-    if args.corpus == "python-docs":
-        split = (corpus.sequences(args.seq_len, split="heldout") if args.model == "gpt" else None)
-        if split is not None:
-            heldout = split.sample(512, torch.Generator(device=device).manual_seed(args.seed + 20_000))
-            record["heldout_loss"] = []
-
-    def measure(step: int) -> None:
-        with torch.no_grad():
-            record["step"].append(step)
-            record["loss"].append(float(loss_of(model.logits(eval_batch.tokens), eval_batch.labels)))
-            alignment = measured(model.embedding.detach().cpu())
-            for name in curves:
-                record[f"cka_{name}"].append(alignment[name])
-            if heldout is not None:
-                record["heldout_loss"].append(float(loss_of(model.logits(heldout.tokens), heldout.labels)))
-            if args.model == "gpt":
-                maps = model.attention_maps(eval_batch.tokens[:128])  # [N, layers, heads, L, L]
-                entropy = sl.metrics.attention_entropy(maps, causal=True)[..., 1:].mean()
-                record["attention_entropy"].append(float(entropy))
-
-    tokens_per_step = args.batch_size * (args.seq_len if args.model == "gpt" else 1) * world
-    train_seconds = 0.0
-    for step in range(args.steps + 1):
-        if rank == 0 and (step % args.record_every == 0 or step == args.steps):
-            measure(step)
-            if not math.isfinite(record["loss"][-1]):
-                raise FloatingPointError(f"loss became {record['loss'][-1]} at step {step}; lower --lr")
-        if step == args.steps:
-            break
-        start = time.perf_counter()
-        batch = task.sample(args.batch_size, gen)
-        loss = loss_of(net(batch.tokens), batch.labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        train_seconds += time.perf_counter() - start
-    result = {}
-    if rank == 0:
+        curves = measured.names
+        record = {"step": history.steps.tolist(), "loss": history.loss.tolist(),
+                  **{f"cka_{name}": values for name, values in _curves_over_time(history, measured).items()}}
+        if args.model == "gpt":  # [T, layers, heads, L]: mean over layers, heads and queries >= 1
+            record["attention_entropy"] = history.extras["attention_entropy"][..., 1:].mean((1, 2, 3)).tolist()
+        if probes:
+            record["heldout_loss"] = history.probes["heldout"]["loss"].tolist()
+        tokens_per_step = args.batch_size * (args.seq_len if args.model == "gpt" else 1) * world
+        train_seconds = history.seconds - history.record_seconds
         steps = torch.tensor(record["step"])
         stairs = sl.metrics.stair_times(steps, [torch.tensor(record[f"cka_{name}"]) for name in curves], window=3)
         result = {
             "config": {**{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                        "world_size": world, "device": str(device), "vocab_size": corpus.vocab_size,
-                       "corpus_tokens": len(corpus.tokens), "torch": torch.__version__, **measured.info},
+                       "corpus_tokens": len(corpus.tokens), "torch": torch.__version__,
+                       "loop": "sl.training.train" + (" + DistributedDataParallel" if distributed else ""),
+                       **measured.info},
             **record,
             "stair_times": dict(zip(curves, stairs)),
             "chance": measured.chance,

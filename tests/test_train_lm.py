@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "train_lm.py"
@@ -47,12 +49,51 @@ def test_help_and_bad_arguments():
     assert bad.returncode == 2 and "--steps must be >= 1" in bad.stderr
 
 
-def test_single_process_run_writes_the_result(tmp_path):
-    out = tmp_path / "single.json"
+@pytest.fixture(scope="module")
+def single(tmp_path_factory) -> dict:
+    """The tiny run in one process, without torchrun."""
+    out = tmp_path_factory.mktemp("single") / "single.json"
     run = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--out", str(out)], capture_output=True, text=True,
                          env=_env(), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    _check_result(out, world=1)
+    return _check_result(out, world=1)
+
+
+def test_single_process_run_writes_the_result(single):
+    assert single["config"]["loop"] == "sl.training.train" and single["config"]["ddp"] == "auto"
+    assert 0 < single["train_seconds"]
+
+
+@pytest.mark.parametrize("argv,env,message", [
+    (["--ddp", "on"], {}, "--ddp on needs the processes torchrun starts"),
+    (["--ddp", "off"], {"WORLD_SIZE": "2"}, "--ddp off cannot run under torchrun with 2 processes"),
+    (["--ddp", "sometimes"], {}, "invalid choice: 'sometimes'"),
+    (["--threads", "0"], {}, "--threads must be >= 1, got 0"),
+    (["--seed", "-1"], {}, "--seed must be >= 0, got -1"),
+])
+def test_bad_ddp_and_thread_options_are_refused_clearly(argv, env, message):
+    bad = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True,
+                         env={**_env(), **env})
+    assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+
+
+def test_a_diverging_run_stops_with_a_floating_point_error_naming_the_learning_rate(tmp_path):
+    run = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--lr", "1e6", "--out", str(tmp_path / "nan.json")],
+                         capture_output=True, text=True, env=_env(), timeout=120)
+    assert run.returncode == 1 and "FloatingPointError" in run.stderr and "lr=1000000.0" in run.stderr
+    assert not (tmp_path / "nan.json").exists()
+
+
+def test_ddp_on_one_process_is_the_plain_run(tmp_path, single):
+    """DDP over a world of one averages nothing: the same seeds give the same numbers as without it."""
+    out = tmp_path / "ddp1.json"
+    cmd = [*_torchrun(), "--standalone", "--nproc_per_node=1", str(SCRIPT), *TINY, "--ddp", "on", "--out", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=180, cwd=tmp_path)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    result = _check_result(out, world=1)
+    assert result["config"]["loop"] == "sl.training.train + DistributedDataParallel"
+    for key in ("loss", "cka_pos", "cka_class", "attention_entropy"):
+        assert max(abs(a - b) for a, b in zip(result[key], single[key])) < 1e-5, key
 
 
 def test_window_mlp_run(tmp_path):
@@ -65,13 +106,16 @@ def test_window_mlp_run(tmp_path):
     assert result["loss"][-1] < result["loss"][0]
 
 
-def test_two_process_ddp_run_writes_one_result(tmp_path):
+def test_two_process_ddp_run_writes_one_result(tmp_path, single):
     out = tmp_path / "ddp.json"
     cmd = [*_torchrun(), "--standalone", "--nproc_per_node=2", str(SCRIPT), *TINY, "--out", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=180, cwd=tmp_path)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    _check_result(out, world=2)
+    result = _check_result(out, world=2)
     assert list(tmp_path.glob("*.json")) == [out]  # only rank 0 writes
+    # rank 0 draws the single run's batches: its model differs only because rank 1's gradients are averaged in
+    assert result["loss"][0] == single["loss"][0]
+    assert max(abs(a - b) for a, b in zip(result["loss"], single["loss"])) > 1e-3
 
 
 def test_real_text_run_records_the_text_kernels_and_the_held_out_loss(tmp_path):

@@ -328,3 +328,72 @@ def test_next_token_probes_are_recorded_alone_and_in_an_ensemble():
     bad = sl.tasks.Batch(probe.tokens, probe.labels[:, :3])
     with pytest.raises(ValueError, match="one label per position"):
         sl.training.train(models[0], corpus.sequences(6), config, probes={"held": bad})
+
+
+def _tiny_gpt_run(wrap=None, seed=0):
+    corpus = sl.corpus.TextCorpus.from_text("the cat sat on the mat . a dog ran . " * 100, vocab_size=12)
+    cfg = sl.training.TrainConfig(steps=12, record_every=4, batch_size=8, eval_size=16, device="cpu",
+                                  progress=False, seed=seed)
+    model = sl.models.TinyGPT(corpus.vocab_size, 6, d_embed=8, seed=0)
+    return train(model, corpus.sequences(6), cfg, wrap=wrap), model
+
+
+class _Counting(torch.nn.Module):
+    """A wrapper that counts the training steps that call it."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module, self.calls = module, 0
+
+    def forward(self, tokens):
+        self.calls += 1
+        return self.module(tokens)
+
+
+def test_the_wrap_hook_serves_the_training_steps_only_and_changes_nothing_else():
+    wrappers = []
+
+    def wrap(module):
+        wrappers.append(_Counting(module))
+        return wrappers[-1]
+    plain, _ = _tiny_gpt_run()
+    wrapped, _ = _tiny_gpt_run(wrap)
+    assert len(wrappers) == 1 and wrappers[0].calls == 12, "one call per training step, none to evaluate"
+    assert torch.equal(plain.loss, wrapped.loss) and torch.equal(plain.embeddings, wrapped.embeddings)
+    assert 0 < wrapped.record_seconds < wrapped.seconds, "recording is timed apart from the steps"
+
+
+def test_distributed_data_parallel_through_the_wrap_hook_matches_one_process(tmp_path):
+    """DDP (gloo, one process) averages gradients over a world of one: the run is the plain one."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        ddp, model = _tiny_gpt_run(lambda module: DistributedDataParallel(module))
+    finally:
+        dist.destroy_process_group()
+    plain, _ = _tiny_gpt_run()
+    assert torch.allclose(plain.loss, ddp.loss, atol=1e-6) and plain.loss[-1] < plain.loss[0]
+    assert torch.allclose(plain.embeddings, ddp.embeddings, atol=1e-6)
+    assert torch.equal(model.embedding.detach(), ddp.embeddings[-1]), "the trained weights stay in the model"
+
+
+def test_bad_wrap_hooks_are_refused_clearly(task):
+    with pytest.raises(TypeError, match="wrap must be a function from a module to a module"):
+        train(small_model(), task, config(), wrap=3)
+    with pytest.raises(ValueError, match="wrap trains one model .* got 2 models"):
+        sl.training.train_ensemble([small_model(0), small_model(1)], task, config(), wrap=lambda m: m)
+    with pytest.raises(TypeError, match="wrap must return a module to call, got int"):
+        train(small_model(), task, config(), wrap=lambda m: 3)
+
+
+def test_a_transformer_with_nan_weights_raises_floating_point_error_not_an_attention_check():
+    corpus = sl.corpus.TextCorpus.from_text("the cat sat on the mat . a dog ran . " * 100, vocab_size=12)
+    cfg = sl.training.TrainConfig(steps=3, record_every=1, batch_size=8, eval_size=16, device="cpu",
+                                  progress=False)
+    model = sl.models.TinyGPT(corpus.vocab_size, 6, d_embed=8, seed=0)
+    with torch.no_grad():
+        model.embedding.fill_(float("nan"))  # NaN attention maps too, which the snapshot's checks refuse
+    with pytest.raises(FloatingPointError, match=r"nan at step 0 with lr=0\.01"):
+        train(model, corpus.sequences(6), cfg)

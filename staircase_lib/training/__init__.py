@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import replace
-from typing import Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 import torch
 from torch import nn
@@ -42,7 +42,8 @@ class SupportsSample(Protocol):
 
 
 def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
-          probes: Mapping[str, Batch] | None = None) -> History:
+          probes: Mapping[str, Batch] | None = None,
+          wrap: Callable[[nn.Module], nn.Module] | None = None) -> History:
     """Train ``model`` in place on fresh samples of ``task`` with cross-entropy; return its :class:`History`.
 
     Each step draws ``config.batch_size`` new samples. Loss and accuracy are measured on a fixed
@@ -51,18 +52,26 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
     maps names to extra batches whose loss and accuracy are recorded at the same steps
     (``history.probes[name]``). Raises ``FloatingPointError`` if the loss becomes NaN or infinite; on
     ``KeyboardInterrupt`` the history so far is returned with ``interrupted=True``.
+
+    ``wrap`` is a hook for data-parallel training: it receives a module whose ``forward(tokens)`` is the
+    model's ``logits`` and returns the module every training step calls instead, for example
+    ``lambda m: DistributedDataParallel(m)`` in a process group (each process then passes its own
+    ``config.seed`` for its own batches; see ``scripts/train_lm.py --ddp``). Evaluation, probes and
+    snapshots call the model itself, without the wrapper. With ``wrap`` the model trains on the autograd
+    engine.
     """
     _check_model(model, "model")
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    history = train_ensemble([model], task, config, seeds=[config.seed], probes=probes)[0]
+    history = train_ensemble([model], task, config, seeds=[config.seed], probes=probes, wrap=wrap)[0]
     history.extras = {k: v for k, v in history.extras.items() if k not in ("ensemble_size", "member")}
     return history
 
 
 def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[SupportsSample] | None,
                    config: TrainConfig, tasks: Sequence[SupportsSample] | None = None,
-                   seeds: Sequence[int] | None = None, probes: Mapping[str, Batch] | None = None) -> list[History]:
+                   seeds: Sequence[int] | None = None, probes: Mapping[str, Batch] | None = None,
+                   wrap: Callable[[nn.Module], nn.Module] | None = None) -> list[History]:
     """Train K models of one architecture together (one batched run); return one :class:`History` each.
 
     Members may differ in seed, ``gamma`` and task: ``task`` is one task for all, or a list of K tasks, one
@@ -71,7 +80,7 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
     ``config.seed + k``) and its History equals that of ``train(models[k], tasks[k], replace(config,
     seed=seeds[k]))`` up to float rounding; ``History.seconds`` is the ensemble's wall time. The trained
     parameters are copied back into ``models``; frozen parameters (``requires_grad=False``, the same in
-    every member) stay bit-identical.
+    every member) stay bit-identical. ``wrap`` (one model only) is :func:`train`'s data-parallel hook.
     """
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -79,6 +88,11 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
     tasks = _check_tasks(task, tasks, models)
     seeds = _check_seeds(seeds, config, len(models))
     probes = check_probes(probes, models[0].vocab_size, models[0].seq_len, models[0].n_labels)
+    if wrap is not None and not callable(wrap):
+        raise TypeError(f"wrap must be a function from a module to a module (e.g. DistributedDataParallel), "
+                        f"got {type(wrap).__name__}")
+    if wrap is not None and len(models) != 1:
+        raise ValueError(f"wrap trains one model (data-parallel over processes), got {len(models)} models")
     device = resolve_device(config.device)
     for model in models:
         if config.freeze_embeddings:
@@ -86,10 +100,10 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
         model.to(device).train()
     K = len(models)
     with capped_threads(training_threads()):  # see runtime.training_threads: steady beside other work
-        if config.engine == "auto" and EmbMLPKernel.supports(models[0]):
+        if config.engine == "auto" and wrap is None and EmbMLPKernel.supports(models[0]):
             engine = EmbMLPKernel(models, config.optimizer, config.lr)
         else:
-            engine = AutogradMembers(models, config.optimizer, config.lr)
+            engine = AutogradMembers(models, config.optimizer, config.lr, wrap=wrap)
         marks = record_steps(config)
         records = run(engine, BatchStream(tasks, seeds, config.batch_size, device), config.steps, marks.tolist(),
                       evaluation_batches(tasks, seeds, config.eval_size, device),
@@ -107,7 +121,8 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
 
     return [History(steps=marks[:T].clone(), loss=over_time(records.loss, k), accuracy=over_time(records.accuracy, k),
                     embeddings=over_time(records.embeddings, k), config=replace(config, seed=seeds[k]),
-                    seconds=records.seconds, interrupted=records.interrupted,
+                    seconds=records.seconds, record_seconds=records.record_seconds,
+                    interrupted=records.interrupted,
                     extras={"ensemble_size": K, "member": k,
                             **{name: over_time(values, k) for name, values in records.extras.items()}},
                     probes={name: {"loss": over_time([v[0] for v in values], k),

@@ -57,9 +57,14 @@ class AutogradMembers:
     each member's loss and accuracy Tensor[K]; ``embeddings()`` Tensor[K, V, d]; ``snapshot(tokens)``
     the model's ``training_snapshot`` per member (dict of Tensor[K, ...]); ``write_back()`` leaves the
     trained parameters in the member models.
+
+    ``wrap`` (one member only) takes the module whose forward is the model's ``logits`` and returns the
+    module the training steps call instead, e.g. ``torch.nn.parallel.DistributedDataParallel`` to average
+    the gradients over processes; evaluation, embeddings and snapshots use the model itself.
     """
 
-    def __init__(self, models: list[nn.Module], optimizer: str, lr: float):
+    def __init__(self, models: list[nn.Module], optimizer: str, lr: float,
+                 wrap: Callable[[nn.Module], nn.Module] | None = None):
         self.models = models
         self.template = models[0]
         if len(models) == 1:  # train the model's own parameters: nothing to stack
@@ -70,6 +75,14 @@ class AutogradMembers:
         trainable = [p for p in self.params.values() if p.requires_grad]
         self.optimizer = make_optimizer(optimizer, trainable, lr)
         self._logits = self._per_member("logits")
+        self._train_logits = self._logits
+        if wrap is not None:
+            if len(models) != 1:
+                raise ValueError(f"wrap needs one model, got an ensemble of {len(models)}")
+            wrapped = wrap(_Method(self.template, "logits"))
+            if not callable(wrapped):
+                raise TypeError(f"wrap must return a module to call, got {type(wrapped).__name__}")
+            self._train_logits = lambda tokens: wrapped(tokens[0]).unsqueeze(0)
         self._has_snapshot = callable(getattr(self.template, "training_snapshot", None))
 
     def _per_member(self, method: str) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -85,7 +98,7 @@ class AutogradMembers:
         return lambda tokens: batched(named, tokens)
 
     def step(self, tokens: torch.Tensor, labels: torch.Tensor) -> None:
-        loss = member_losses(self._logits(tokens), labels).sum()
+        loss = member_losses(self._train_logits(tokens), labels).sum()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()

@@ -82,7 +82,8 @@ def record_steps(config: TrainConfig) -> torch.Tensor:
 class History:
     """What a run recorded, on the CPU, at ``steps`` LongTensor[T]: ``loss`` and ``accuracy`` Tensor[T]
     on the evaluation batch, ``embeddings`` Tensor[T, V, d]; ``interrupted`` is True if training was
-    stopped by the user (what was recorded up to then is kept).
+    stopped by the user (what was recorded up to then is kept). ``seconds`` is the run's wall time and
+    ``record_seconds`` the part of it spent recording (``seconds - record_seconds``: the training steps).
 
     ``extras`` holds what the model's ``training_snapshot`` returned at each record, stacked over time
     (for a transformer: ``attention`` Tensor[T, layers, heads, L, L] and ``attention_entropy``
@@ -99,6 +100,7 @@ class History:
     interrupted: bool = False
     extras: dict[str, torch.Tensor | int] = field(default_factory=dict)
     probes: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+    record_seconds: float = 0.0
 
     def summary(self) -> str:
         """One line: final loss, accuracy, steps and time."""

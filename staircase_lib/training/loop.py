@@ -28,7 +28,8 @@ class Engine(Protocol):
 class Records:
     """What :func:`run` recorded at the first ``count`` marks: ``loss``/``accuracy`` Tensor[T, K],
     ``embeddings`` Tensor[T, K, V, d], ``extras`` name -> Tensor[T, K, ...], ``probes`` name ->
-    Tensor[2, T, K] (loss, accuracy)."""
+    Tensor[2, T, K] (loss, accuracy); ``seconds`` the run's wall time, ``record_seconds`` the part of it
+    spent recording (so ``seconds - record_seconds`` is the time of the training steps)."""
 
     loss: list[torch.Tensor] = field(default_factory=list)
     accuracy: list[torch.Tensor] = field(default_factory=list)
@@ -37,6 +38,7 @@ class Records:
     probes: dict[str, list[torch.Tensor]] = field(default_factory=dict)
     interrupted: bool = False
     seconds: float = 0.0
+    record_seconds: float = 0.0
 
 
 def show_progress(flag: bool | None) -> bool:
@@ -75,7 +77,20 @@ def run(engine: Engine, stream, steps: int, marks: list[int], evaluation: tuple[
         bar = tqdm(total=steps, desc="training", leave=False)
 
     def record(step: int) -> None:
+        if evaluation[0].is_cuda:  # the steps queued so far count as training time, not as recording
+            torch.cuda.synchronize(evaluation[0].device)
+        begin = time.perf_counter()
+        try:
+            take_record(step)
+        finally:
+            records.record_seconds += time.perf_counter() - begin
+
+    def take_record(step: int) -> None:
         loss, accuracy = engine.evaluate(*evaluation)
+        bad = (~torch.isfinite(loss)).nonzero()
+        if len(bad):  # before the snapshot, whose checks would refuse NaN attention maps less clearly
+            k = int(bad[0])
+            raise nonfinite_loss(describe_member(k), float(loss[k]), step, lr)
         records.loss.append(loss)
         records.accuracy.append(accuracy)
         records.embeddings.append(engine.embeddings().clone())
@@ -83,10 +98,6 @@ def run(engine: Engine, stream, steps: int, marks: list[int], evaluation: tuple[
             records.extras.setdefault(name, []).append(value)
         for name, batch in probes.items():
             records.probes.setdefault(name, []).append(torch.stack(engine.evaluate(*batch)))
-        bad = (~torch.isfinite(loss)).nonzero()
-        if len(bad):
-            k = int(bad[0])
-            raise nonfinite_loss(describe_member(k), float(loss[k]), step, lr)
 
     start = time.perf_counter()
     try:
