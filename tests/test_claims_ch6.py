@@ -40,7 +40,7 @@ def _frozen_runs(embeddings, task, steps):
                for s, E in enumerate(embeddings)]
     config = sl.training.TrainConfig(steps=steps, lr=1e-2, batch_size=128, record_every=5, eval_size=256,
                                      progress=False)
-    return sl.ensemble.train_ensemble(members, task, config, seeds=list(range(len(members))))
+    return sl.training.train_ensemble(members, task, config, seeds=list(range(len(members))))
 
 
 def test_frozen_speedup_fails_on_cut_off_real_runs():
