@@ -67,9 +67,11 @@ def library(steps: int, arch: dict, seed: int = 0, engine: str | None = None) ->
     return {"seconds": time.perf_counter() - start}
 
 
-def plain(steps: int, arch: dict, seed: int = 0, sampling: str = "presampled") -> dict:
+def plain(steps: int, arch: dict, seed: int = 0, sampling: str = "presampled", compiled: bool = False) -> dict:
     """The plain loop: tensors in memory, no DataLoader, ``Adam(fused=True)``. ``sampling="presampled"``
-    slices one pre-drawn tensor (drawing it is not timed); ``"per_step"`` calls ``task.sample`` every step."""
+    slices one pre-drawn tensor (drawing it is not timed); ``"per_step"`` calls ``task.sample`` every step.
+    ``compiled=True`` wraps the model in ``torch.compile`` and takes three untimed steps first, whose time (the
+    compilation) is returned as ``compile_seconds``."""
     task, gen = _task(), torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model = PlainEmbMLP(**arch)
@@ -77,6 +79,15 @@ def plain(steps: int, arch: dict, seed: int = 0, sampling: str = "presampled") -
     if sampling == "presampled":
         data = task.sample(steps * BATCH, gen)
         tokens_all, labels_all = data.tokens, data.labels
+    compile_seconds = 0.0
+    if compiled:
+        model = torch.compile(model)
+        warm = task.sample(BATCH, torch.Generator().manual_seed(seed + 1))
+        start = time.perf_counter()
+        for _ in range(3):
+            F.cross_entropy(model(warm.tokens), warm.labels).backward()
+        compile_seconds = time.perf_counter() - start
+        optimizer.zero_grad(set_to_none=True)
     start = time.perf_counter()
     for i in range(steps):
         if sampling == "presampled":
@@ -88,7 +99,7 @@ def plain(steps: int, arch: dict, seed: int = 0, sampling: str = "presampled") -
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-    return {"seconds": time.perf_counter() - start}
+    return {"seconds": time.perf_counter() - start, "compile_seconds": compile_seconds}
 
 
 def dataloader(steps: int, arch: dict, seed: int = 0) -> dict:

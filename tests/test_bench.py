@@ -38,7 +38,8 @@ def test_worker_imports_the_library_from_its_tree_and_runs_on_its_threads(bench,
 
 def test_loops_alternate_every_contender_and_compare_with_the_old_engine(bench, workers):
     loops = bench.measure_loops(workers, steps=3, repeats=2, arch=TINY)
-    assert set(loops.seconds) == {"kernel", "autograd", "plain_presampled", "plain_per_step", "dataloader", "old"}
+    assert set(loops.seconds) == {"kernel", "autograd", "plain_presampled", "plain_per_step", "plain_compiled",
+                                  "dataloader", "old"}
     assert all(len(v) == 2 and min(v) > 0 for v in loops.seconds.values())
     assert loops.plain in ("plain_presampled", "plain_per_step")
     names = [name for name, _, _ in bench.targets(loops, None, None)]
