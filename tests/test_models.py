@@ -170,3 +170,23 @@ def test_forward_works_with_int32_tokens():
     model = EmbMLP(64, 3, 4, d_embed=4, d_hidden=8)
     tokens = tokens_for(3)
     assert torch.allclose(model(tokens.int()), model(tokens))
+
+
+def test_feed_forward_models_carry_a_frozen_config_and_rebuild_from_it():
+    import dataclasses
+
+    import staircase_lib.models as models
+
+    mlp = models.EmbMLP(16, 3, 4, d_embed=8, d_hidden=12, activation="tanh", gamma=1.0, seed=3)
+    assert mlp.config == models.EmbMLPConfig(16, 3, 4, 8, 12, "tanh", "concat")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        mlp.config.d_hidden = 5
+    twin = models.EmbMLP.from_config(mlp.config, gamma=1.0, seed=3)
+    assert all(torch.equal(a, b) for a, b in zip(mlp.parameters(), twin.parameters()))
+    linear = models.EmbLinear(16, 3, 4, d_embed=8, pool="concat", bias=False)
+    assert linear.config == models.EmbLinearConfig(16, 3, 4, 8, "concat", False)
+    assert models.EmbLinear.from_config(linear.config).config == linear.config
+    with pytest.raises(TypeError, match="EmbMLPConfig"):
+        models.EmbMLP.from_config(linear.config)
+    with pytest.raises(TypeError, match="bias"):
+        models.EmbLinear(16, 3, 4, bias=1)

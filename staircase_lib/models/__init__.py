@@ -2,8 +2,9 @@
 ``mlp`` (Emb-MLP, Emb-Linear) and ``transformer`` (one transformer; AttentionModel and TinyGPT are
 configurations of it)."""
 from .base import ACTIVATION_SLOPE_AT_ZERO, ACTIVATIONS, TokenModel, init_scale, parameter_count
-from .mlp import EmbLinear, EmbMLP
-from .transformer import AttentionModel, TinyGPT, Transformer, attention_snapshot
+from .mlp import EmbLinear, EmbLinearConfig, EmbMLP, EmbMLPConfig
+from .transformer import AttentionModel, TinyGPT, Transformer, TransformerConfig, attention_snapshot
 
 __all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "TokenModel", "EmbMLP",
-           "EmbLinear", "Transformer", "AttentionModel", "TinyGPT", "attention_snapshot"]
+           "EmbMLPConfig", "EmbLinear", "EmbLinearConfig", "Transformer", "TransformerConfig", "AttentionModel",
+           "TinyGPT", "attention_snapshot"]

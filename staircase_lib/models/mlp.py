@@ -1,13 +1,40 @@
 """Feed-forward token models: the Emb-MLP and the two-factor Emb-Linear."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
 from .._checks import check_choice, check_positive_int
 from .base import ACTIVATIONS, TokenModel
 
-__all__ = ["EmbMLP", "EmbLinear"]
+__all__ = ["EmbMLP", "EmbLinear", "EmbMLPConfig", "EmbLinearConfig"]
+
+
+@dataclass(frozen=True)
+class EmbMLPConfig:
+    """The sizes and switches of an :class:`EmbMLP` (its constructor's arguments, checked): ``model.config``."""
+
+    vocab_size: int
+    seq_len: int
+    n_labels: int
+    d_embed: int = 32
+    d_hidden: int = 256
+    activation: str = "gelu"
+    pool: str = "concat"
+
+
+@dataclass(frozen=True)
+class EmbLinearConfig:
+    """The sizes and switches of an :class:`EmbLinear` (its constructor's arguments, checked): ``model.config``."""
+
+    vocab_size: int
+    seq_len: int
+    n_labels: int
+    d_embed: int = 32
+    pool: str = "sum"
+    bias: bool = True
 
 
 class EmbMLP(TokenModel):
@@ -27,9 +54,17 @@ class EmbMLP(TokenModel):
         self.activation = check_choice("activation", activation, list(ACTIVATIONS))
         self.pool = check_choice("pool", pool, ["concat", "sum"])
         self.d_hidden = d_hidden
+        self.config = EmbMLPConfig(vocab_size, seq_len, n_labels, d_embed, d_hidden, self.activation, self.pool)
         d_in = d_embed * seq_len if pool == "concat" else d_embed
         self.hidden = self._linear(d_in, d_hidden)
         self.readout = self._linear(d_hidden, n_labels)
+
+    @classmethod
+    def from_config(cls, config: EmbMLPConfig, gamma: float = 1.0, seed: int = 0) -> "EmbMLP":
+        """A fresh model of ``config`` (the initialization rate and the seed are not part of the shape)."""
+        if not isinstance(config, EmbMLPConfig):
+            raise TypeError(f"config must be an EmbMLPConfig, got {type(config).__name__}")
+        return cls(**vars(config), gamma=gamma, seed=seed)
 
     def token_projections(self) -> torch.Tensor:
         """``P_i[v] = W_1^(i) e_v`` for every position block and token: Tensor[B, V, m] (B = L for concat
@@ -59,8 +94,18 @@ class EmbLinear(TokenModel):
                  seed: int = 0, pool: str = "sum", bias: bool = True):
         super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
         self.pool = check_choice("pool", pool, ["concat", "sum"])
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias must be True or False, got {bias!r}")
+        self.config = EmbLinearConfig(vocab_size, seq_len, n_labels, d_embed, self.pool, bias)
         d_in = d_embed * seq_len if pool == "concat" else d_embed
         self.readout = self._linear(d_in, n_labels, bias=bias)
+
+    @classmethod
+    def from_config(cls, config: EmbLinearConfig, gamma: float = 1.0, seed: int = 0) -> "EmbLinear":
+        """A fresh model of ``config`` (the initialization rate and the seed are not part of the shape)."""
+        if not isinstance(config, EmbLinearConfig):
+            raise TypeError(f"config must be an EmbLinearConfig, got {type(config).__name__}")
+        return cls(**vars(config), gamma=gamma, seed=seed)
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits without input checks: Tensor[N, C]."""
