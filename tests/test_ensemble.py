@@ -8,10 +8,9 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from staircase_lib.ensemble import train_ensemble
 from staircase_lib.models import ACTIVATIONS, EmbMLP
 from staircase_lib.tasks import StaircaseTask
-from staircase_lib.training import TrainConfig, train
+from staircase_lib.training import TrainConfig, train, train_ensemble
 from staircase_lib.training.data import CHUNK_SAMPLES, BatchStream
 from staircase_lib.training.embmlp_kernel import EmbMLPKernel
 
@@ -44,7 +43,7 @@ def test_member_equals_single_autograd_run(pool, optimizer):
     tasks = [TASK, StaircaseTask((0.3, 0.3, 0.3))]
     config = small_config(optimizer=optimizer, lr=1e-2 if optimizer == "adam" else 0.5)
     members = [EmbMLP(**SMALL, pool=pool, **spec) for spec in specs]
-    histories = train_ensemble(members, None, config, tasks=tasks, seeds=[3, 11])
+    histories = train_ensemble(members, tasks, config, seeds=[3, 11])
     for k, spec in enumerate(specs):
         model = EmbMLP(**SMALL, pool=pool, **spec)
         single = train(model, tasks[k], replace(config, seed=[3, 11][k], engine="autograd"))
@@ -145,7 +144,7 @@ def test_bad_inputs_raise_with_the_argument_name():
         train_ensemble([good[0], good[0]], TASK, config)
     with pytest.raises(TypeError, match=r"models\[0\]"):
         train_ensemble(["not a model"], TASK, config)
-    with pytest.raises(ValueError, match="tasks"):
+    with pytest.raises(ValueError, match="tasks"), pytest.warns(DeprecationWarning, match="old spelling"):
         train_ensemble(good, None, config, tasks=[TASK])
     with pytest.raises(ValueError, match="task"):
         train_ensemble(good, [TASK, TASK, TASK], config)
