@@ -51,6 +51,17 @@ class TokenModel(nn.Module):
     ``forward`` checks the tokens and calls it.
     """
 
+    config_class: type | None = None  # the family's frozen config dataclass (``model.config``), if it has one
+
+    @classmethod
+    def from_config(cls, config, gamma: float = 1.0, seed: int = 0) -> "TokenModel":
+        """A fresh model of ``config`` (an instance of ``cls.config_class``; the initialization rate and the seed
+        are not part of the shape)."""
+        if cls.config_class is None or not isinstance(config, cls.config_class):
+            expected = cls.config_class.__name__ if cls.config_class else "no config"
+            raise TypeError(f"config must be a {expected} for {cls.__name__}, got {type(config).__name__}")
+        return cls(**vars(config), gamma=gamma, seed=seed)
+
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int, gamma: float, seed: int):
         super().__init__()
         check_positive_int("vocab_size", vocab_size)

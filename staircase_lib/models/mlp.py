@@ -47,6 +47,8 @@ class EmbMLP(TokenModel):
     but the matmul acts on V rows instead of N sequences, forward and backward.
     """
 
+    config_class = EmbMLPConfig
+
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, d_hidden: int = 256,
                  activation: str = "gelu", gamma: float = 1.0, seed: int = 0, pool: str = "concat"):
         super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
@@ -59,12 +61,6 @@ class EmbMLP(TokenModel):
         self.hidden = self._linear(d_in, d_hidden)
         self.readout = self._linear(d_hidden, n_labels)
 
-    @classmethod
-    def from_config(cls, config: EmbMLPConfig, gamma: float = 1.0, seed: int = 0) -> "EmbMLP":
-        """A fresh model of ``config`` (the initialization rate and the seed are not part of the shape)."""
-        if not isinstance(config, EmbMLPConfig):
-            raise TypeError(f"config must be an EmbMLPConfig, got {type(config).__name__}")
-        return cls(**vars(config), gamma=gamma, seed=seed)
 
     def token_projections(self) -> torch.Tensor:
         """``P_i[v] = W_1^(i) e_v`` for every position block and token: Tensor[B, V, m] (B = L for concat
@@ -90,6 +86,8 @@ class EmbMLP(TokenModel):
 class EmbLinear(TokenModel):
     """The two-factor model ``z = U h(x) + b`` with ``h`` the sum (or concat) of the embeddings."""
 
+    config_class = EmbLinearConfig
+
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, gamma: float = 1.0,
                  seed: int = 0, pool: str = "sum", bias: bool = True):
         super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
@@ -100,12 +98,6 @@ class EmbLinear(TokenModel):
         d_in = d_embed * seq_len if pool == "concat" else d_embed
         self.readout = self._linear(d_in, n_labels, bias=bias)
 
-    @classmethod
-    def from_config(cls, config: EmbLinearConfig, gamma: float = 1.0, seed: int = 0) -> "EmbLinear":
-        """A fresh model of ``config`` (the initialization rate and the seed are not part of the shape)."""
-        if not isinstance(config, EmbLinearConfig):
-            raise TypeError(f"config must be an EmbLinearConfig, got {type(config).__name__}")
-        return cls(**vars(config), gamma=gamma, seed=seed)
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits without input checks: Tensor[N, C]."""

@@ -131,15 +131,9 @@ class StaircaseTask:
         ``k = 3``: the Bayes loss). The rule labels of a sequence are i.i.d. uniform, so the expectation is a
         sum over the ``a**3`` combinations of rule labels.
         """
-        a, lam = self.attribute_size, torch.tensor(self.strengths, dtype=torch.float64)
-        rules = torch.cartesian_prod(*[torch.arange(a)] * self.n_orders).reshape(-1, self.n_orders)  # [a^3, 3]
-        onehot = torch.nn.functional.one_hot(rules, a).double()  # [a^3, 3, a]
-        truth = (lam[None, :, None] * onehot).sum(1) + (1 - lam.sum()) / a  # P(y | rules)
-        levels = []
-        for k in range(self.n_orders + 1):
-            known = lam[:k].sum()
-            predicted = (lam[None, :k, None] * onehot[:, :k]).sum(1) + (1 - known) / a
-            levels.append(float(-(truth * predicted.log()).sum(1).mean()))
+        # level k knows the orders below k and nothing of order k (modulus 1); the Bayes loss knows all of them
+        levels = [self.coarse_level(k, 1) for k in range(self.n_orders)]
+        levels.append(self.coarse_level(self.n_orders - 1, self.attribute_size))
         return torch.tensor(levels, dtype=torch.get_default_dtype())
 
     def coarse_level(self, order: int, modulus: int) -> float:
