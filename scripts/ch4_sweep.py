@@ -1,11 +1,6 @@
-"""Chapter 4's long runs: batched ensembles of Emb-MLPs on the three-attribute task, several initialization
-rates gamma (and activations) times several seeds, saved as a small JSON result the chapter loads with
-``sl.results.load``.
-
-For every member it records, on a log-spaced schedule, the loss on a fixed evaluation batch and the
-alignment (linear CKA) of the embeddings with the three pure kernels, and the stair times (``null`` where a
-stair never rises: a censored run, never replaced by the run length); with ``--frames`` also the first
-member's embeddings at a few steps (the chapter's cosine movie).
+"""Chapter 4's long runs (``sl.recordings.ch4.sweep``, whose docstring says what each run records) from the command
+line: batched ensembles of Emb-MLPs on the three-attribute task, several initialization rates gamma (and
+activations) times several seeds, saved as a small JSON result the chapter loads with ``sl.recordings.obtain``.
 
 Regenerate the shipped results (record them on the device the chapter compares its live runs with: the
 CPU here):
@@ -36,10 +31,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from pathlib import Path
-
-import torch
 
 import staircase_lib as sl
 
@@ -82,50 +74,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    task = sl.tasks.StaircaseTask(strengths=tuple(args.strengths), attribute_size=4, seed=0)
-    kernels = [task.kernel(order=k) for k in range(3)]
-    grid = [(g, s) for g in args.gammas for s in args.seeds]
-    config = sl.training.TrainConfig(steps=args.steps, lr=args.lr, optimizer=args.optimizer,
-                                     batch_size=args.batch_size,
-                                     eval_size=args.eval_size, record="linear" if args.record_every else "log",
-                                     record_every=args.record_every or 100,
-                                     records_per_decade=args.records_per_decade, device=args.device,
-                                     progress=False)
-    start = time.time()
-    runs, labels = [], []
-    for activation in args.activations:  # an ensemble shares one architecture: one per activation
-        members = [sl.models.EmbMLP(64, 3, 4, d_embed=args.d_embed, d_hidden=args.d_hidden, activation=activation,
-                                    gamma=g, seed=s) for g, s in grid]
-        runs += sl.training.train_ensemble(members, task, config, seeds=[s for _, s in grid])
-        labels += [(activation, g, s) for g, s in grid]
-    seconds = time.time() - start
-    out = {"config": {**vars(args), "out": str(args.out), "attribute_size": 4,
-                      "device_used": str(sl.runtime.resolve_device(args.device))},
-           "levels": task.loss_levels().tolist(), "step": runs[0].steps.tolist(), "runs": [],
-           "train_seconds": seconds}
-    for (activation, gamma, seed), run in zip(labels, runs):
-        curves = [sl.metrics.alignment_curve(run.embeddings, K) for K in kernels]
-        out["runs"].append({
-            "activation": activation, "gamma": gamma, "seed": seed,
-            "stair_times": sl.metrics.stair_times(run.steps, curves, window=3),
-            "loss": sl.results.rounded(run.loss, 5),
-            "cka": sl.results.rounded(curves),
-            # the size of the embeddings' pure order-k components (the saddle escape of each stair)
-            "pure_norm": [sl.results.rounded(sl.metrics.subspace_norm_curve(run.embeddings, K)) for K in kernels],
-            # ... and of what training added to them, E(t) - E(0): a saddle escape is exponential growth here
-            "pure_growth": [sl.results.rounded(sl.metrics.subspace_norm_curve(run.embeddings - run.embeddings[0], K),
-                                               6) for K in kernels],
-        })
-        if args.frames:  # with the frames, every member's final embeddings (the chapter's parity check)
-            out["runs"][-1]["final_embeddings"] = sl.results.rounded(run.embeddings[-1])
-    if args.frames:
-        steps = runs[0].steps.double().clamp_min(1).log()
-        targets = torch.linspace(float(steps[0]), float(steps[-1]), args.frames)
-        index = sorted({int((steps - t).abs().argmin()) for t in targets})
-        out["frames"] = {"step": [int(runs[0].steps[i]) for i in index],
-                         "embeddings": [sl.results.rounded(runs[0].embeddings[i]) for i in index]}
-    sl.results.save(out, args.out)
-    return out
+    settings = {k: v for k, v in vars(args).items() if k != "out"}
+    result = sl.recordings.ch4.sweep(**settings)
+    result["config"]["out"] = str(args.out)
+    sl.results.save(result, args.out)
+    return result
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""Chapter 5's long runs: one-layer transformer classifiers trained as one batched ensemble, ``--seeds`` seeds on
-the reversed three-attribute task (the order-0 token at the readout) and as many on the forward task (the
-order-0 token at position 0), saved as a small JSON result the chapter loads (``sl.results.load("ch5_attention")``).
+"""Chapter 5's long runs (``sl.recordings.ch5.attention``) from the command line: one-layer transformer classifiers
+trained as one batched ensemble, ``--seeds`` seeds on the reversed three-attribute task (the order-0 token at the
+readout) and as many on the forward task (the order-0 token at position 0), saved as a small JSON result the
+chapter loads (``sl.recordings.obtain("ch5_attention")``).
 
 The first three seeds of each task are the ones the page trains live (model and data seeds 0-2 reversed, 3-5
 forward); further seeds continue from 6, alternating reversed and forward (6, 8, ... reversed; 7, 9, ...
@@ -21,32 +22,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from pathlib import Path
 
-import torch
-
 import staircase_lib as sl
-
-STRENGTHS = (0.15, 0.45, 0.35)
-
-
-class RecordedAttentionModel(sl.models.AttentionModel):
-    """``AttentionModel`` whose training snapshot also holds the two circuit norms (Tensor[] each):
-    ``value_readout_norm`` = ||W_U W_O W_V||_F and ``query_key_norm`` = ||W_Q^T W_K||_F (layer 0)."""
-
-    def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
-        block = self.blocks[0]
-        value_readout = self.readout.weight @ block.output.weight @ block.value.weight  # [C, d]
-        query_key = block.query.weight.T @ block.key.weight  # [d, d]
-        return {**super().training_snapshot(tokens), "value_readout_norm": value_readout.norm(),
-                "query_key_norm": query_key.norm()}
-
-
-def model_seeds(n: int) -> tuple[list[int], list[int]]:
-    """The model (and data) seeds of the reversed and of the forward runs, ``n`` each."""
-    return ([0, 1, 2][:n] + [6 + 2 * i for i in range(n - 3)],
-            [3, 4, 5][:n] + [7 + 2 * i for i in range(n - 3)])
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -72,37 +50,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    reversed_task = sl.tasks.StaircaseTask(strengths=STRENGTHS, reverse=True)
-    forward_task = sl.tasks.StaircaseTask(strengths=STRENGTHS)
-    kernels = [reversed_task.kernel(order=k) for k in range(3)]  # the same in both reading directions
-    drives = sl.signatures.exact_signature_drives(forward_task).sum(0)
-    pooled_kernel = drives @ drives.T
-    backward, forward = model_seeds(args.seeds)
-    seeds = backward + forward
-    members = [RecordedAttentionModel(64, 3, 4, d_embed=args.d_embed, gamma=1.0, seed=s) for s in seeds]
-    config = sl.training.TrainConfig(steps=args.steps, lr=args.lr, batch_size=args.batch_size, record="log",
-                                     records_per_decade=args.records_per_decade, eval_size=args.eval_size,
-                                     device=args.device, progress=False)
-    start = time.time()
-    runs = sl.training.train_ensemble(members, [reversed_task] * len(backward) + [forward_task] * len(forward),
-                                      config, seeds=seeds)
-    out = {"config": {**vars(args), "out": str(args.out), "strengths": list(STRENGTHS), "gamma": 1.0,
-                      "model_and_data_seeds": seeds, "device_used": str(sl.runtime.resolve_device(args.device))},
-           "levels": reversed_task.loss_levels().tolist(), "step": runs[0].steps.tolist(), "runs": [],
-           "train_seconds": time.time() - start}
-    for k, run in enumerate(runs):
-        out["runs"].append({
-            "task": "reversed" if k < len(backward) else "forward", "seed": seeds[k],
-            "loss": sl.results.rounded(run.loss, 5),
-            "cka": [sl.results.rounded(sl.metrics.alignment_curve(run.embeddings, K)) for K in kernels],
-            "cka_pooled": sl.results.rounded(sl.metrics.alignment_curve(run.embeddings, pooled_kernel)),
-            "attention": sl.results.rounded(run.extras["attention"][:, 0, 0]),  # [T, L, L], layer 0, head 0
-            "entropy": sl.results.rounded(run.extras["attention_entropy"][:, 0, 0, -1]),  # the readout query's row
-            "value_readout_norm": sl.results.rounded(run.extras["value_readout_norm"], 6),
-            "query_key_norm": sl.results.rounded(run.extras["query_key_norm"], 6),
-        })
-    sl.results.save(out, args.out)
-    return out
+    settings = {k: v for k, v in vars(args).items() if k != "out"}
+    result = sl.recordings.ch5.attention(**settings)
+    result["config"]["out"] = str(args.out)
+    sl.results.save(result, args.out)
+    return result
 
 
 if __name__ == "__main__":

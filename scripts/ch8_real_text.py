@@ -1,6 +1,7 @@
-"""Chapter 8's real-text runs: tiny GPTs trained on the docstrings of Python's standard library
-(``sl.corpus.TextCorpus.from_python_docs``), several seeds and init scales as one batched ensemble, saved as
-a small JSON result the chapter loads (``sl.results.load("ch8_real_text")``).
+"""Chapter 8's real-text runs (``sl.recordings.ch8.real_text``) from the command line: tiny GPTs trained on the
+docstrings of Python's standard library (``sl.corpus.TextCorpus.from_python_docs``), several seeds and init scales
+as one batched ensemble, saved as a small JSON result the chapter loads
+(``sl.recordings.obtain("ch8_real_text")``).
 
 For every run it records, on a log-spaced schedule: the loss on a fixed batch of training text and on a fixed
 batch of held-out text; the alignment (linear CKA) of the embeddings of the most frequent words with the
@@ -25,14 +26,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from pathlib import Path
 
 import torch
 
 import staircase_lib as sl
-
-CURVES = ("bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,56 +67,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def measure(corpus: sl.corpus.TextCorpus, run: sl.training.History, words: torch.Tensor,
-            kernels: dict[str, torch.Tensor], window: int) -> dict:
-    """What the result keeps of one run (rounded lists over the recorded steps)."""
-    curves = corpus.alignment(run.embeddings, words, window, kernels)
-    entropy = run.extras["attention_entropy"][..., 1:].mean((-1, -2))  # [T, layers]: heads and queries >= 1
-    return {"loss": sl.results.rounded(run.loss, 4),
-            "heldout_loss": sl.results.rounded(run.probes["heldout"]["loss"], 4),
-            **{f"cka_{name}": sl.results.rounded(curves[name]) for name in CURVES},
-            "projection_bigram": sl.results.rounded(sl.metrics.projection_curve(
-                run.embeddings[:, words], kernels["bigram"]), 5),
-            "attention_entropy": sl.results.rounded(entropy.T)}
-
-
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    start = time.time()
-    corpus = sl.corpus.TextCorpus.from_python_docs(args.vocab_size)
-    words = corpus.frequent_words(args.words)
-    kernels = corpus.kernels(words, args.seq_len)
-    task = corpus.sequences(args.seq_len)
-    heldout = corpus.sequences(args.seq_len, split="heldout").sample(
-        args.eval_size, torch.Generator().manual_seed(20_000))
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    members = [(g, s) for g in args.gammas for s in seeds]
-    models = [sl.models.TinyGPT(corpus.vocab_size, args.seq_len, d_embed=args.d_embed, n_layers=args.layers,
-                                n_heads=args.heads, tied=args.tied, gamma=g, seed=s) for g, s in members]
-    config = sl.training.TrainConfig(steps=args.steps, lr=args.lr, batch_size=args.batch_size, record="log",
-                                     records_per_decade=args.records_per_decade, eval_size=args.eval_size,
-                                     device=args.device, progress=False)
-    runs = sl.training.train_ensemble(models, task, config, seeds=[s for _, s in members],
-                                      probes={"heldout": heldout})
-    out = {"config": {**vars(args), "out": str(args.out), "embeddings": str(args.embeddings),
-                      "device_used": str(sl.runtime.resolve_device(args.device))},
-           "corpus": {"source": corpus.source, "python": corpus.python_version, "sha256": corpus.content_hash,
-                      "tokens": len(corpus.tokens), "heldout_tokens": len(corpus.heldout_tokens),
-                      "unk_fraction": round(corpus.unk_fraction(), 4)},
-           "levels": {k: round(v, 4) for k, v in corpus.ngram_levels().items()},
-           "levels_train": {k: round(v, 4) for k, v in corpus.ngram_levels(heldout=False).items()},
-           "chance": {k: round(v, 4) for k, v in corpus.alignment_chance(
-               args.d_embed, words, args.seq_len, kernels).items()},
-           "step": runs[0].steps.tolist(), "runs": [], "train_seconds": runs[0].seconds}
-    for (g, s), run in zip(members, runs):
-        out["runs"].append({"gamma": g, "seed": s, "tied": args.tied,
-                            **measure(corpus, run, words, kernels, args.seq_len)})
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "embeddings")}
+    result = sl.recordings.ch8.real_text(**settings, keep_embeddings=args.embeddings is not None)
     if args.embeddings is not None:
-        torch.save({"step": runs[0].steps, "words": words, "members": members,
-                    "embeddings": [run.embeddings[:, words].clone() for run in runs]}, args.embeddings)
-    out["total_seconds"] = time.time() - start
-    sl.results.save(out, args.out)
-    return out
+        torch.save(result.pop("embeddings"), args.embeddings)
+    result["config"]["out"] = str(args.out)
+    sl.results.save(result, args.out)
+    return result
 
 
 if __name__ == "__main__":
@@ -127,6 +84,6 @@ if __name__ == "__main__":
     print(f"levels {levels}; chance {result['chance']}; trained in {result['train_seconds']:.0f} s")
     step = result["step"]
     for r in result["runs"]:
-        peak = {k: max(r[f"cka_{k}"]) - result["chance"][k] for k in CURVES}
+        peak = {k: max(r[f"cka_{k}"]) - result["chance"][k] for k in sl.recordings.ch8.CURVES}
         print(f"gamma {r['gamma']} seed {r['seed']}: loss {r['loss'][-1]:.3f} (held out {r['heldout_loss'][-1]:.3f}), "
               "peak - chance " + ", ".join(f"{k} {v:+.2f}" for k, v in peak.items()))

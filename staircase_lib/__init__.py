@@ -2,11 +2,12 @@
 
 Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it):
 ``_checks``/``_version``/``runtime``/``cache`` -> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``
--> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets`` -> ``exercises``/``coursework``/``session``.
+-> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets``
+-> ``exercises``/``coursework``/``session``/``claims``/``recordings``.
 """
 from ._version import __version__
 from . import (cache, claims, corpus, exercises, metrics, models, plotting, projects,  # noqa: E402
-               results, signatures, tasks, theory, training, widgets)
+               recordings, results, signatures, tasks, theory, training, widgets)
 from .runtime import resolve_device  # noqa: E402
 from .session import setup  # noqa: E402
 
@@ -20,6 +21,7 @@ __all__ = [
     "models",
     "plotting",
     "projects",
+    "recordings",
     "results",
     "resolve_device",
     "setup",

@@ -16,7 +16,7 @@ import torch
 from ._checks import check_nonnegative_int
 
 __all__ = ["resolve_device", "seed_everything", "is_headless", "in_colab", "usable_cpus", "capped_threads",
-           "training_threads"]
+           "training_threads", "full_runs"]
 
 _DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
 
@@ -138,3 +138,12 @@ def is_headless() -> bool:
         return True
     shell = get_ipython()
     return shell is None or type(shell).__name__ != "ZMQInteractiveShell"
+
+
+def full_runs() -> bool:
+    """Whether chapters train their long runs live instead of loading the recorded ones: ``STAIRCASE_FULL=1``
+    says yes and ``STAIRCASE_FULL=0`` no; unset, yes exactly when a CUDA GPU is here."""
+    value = os.environ.get("STAIRCASE_FULL", "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"STAIRCASE_FULL must be 1 (train the long runs live), 0 (load them) or unset, got {value!r}")
+    return torch.cuda.is_available() if value == "" else value == "1"

@@ -105,10 +105,9 @@ def test_stair_time_interpolates_between_records():
 
 
 def _recorded(model, gamma, seeds):
-    rows = [r for r in sl.results.load("ch9_seeds")["runs"]
-            if r["model"] == model and r["gamma"] == gamma and r["seed"] in seeds]
+    rows = [r for r in sl.results.recorded("ch9_seeds").select(model=model, gamma=gamma) if r.seed in seeds]
     assert len(rows) == len(seeds), (model, gamma, seeds)
-    return torch.tensor(rows[0]["record_steps"]), [r["times"] for r in rows], [torch.tensor(r["order0"]) for r in rows]
+    return rows[0].steps, [r.times for r in rows], [r.order0 for r in rows]
 
 
 NEW = range(3, 9)  # the chapter's seeds are 0-2

@@ -107,3 +107,39 @@ def test_the_chapter_6_transplant_is_shipped_with_the_chapters_settings():
     assert [r["arm"] for r in recorded["runs"]] == ["fresh"] * n + ["transplant"] * n + ["random, same norm"] * n
     assert len(recorded["donor_cka"]) == len(recorded["donor_norm"]) == n
     assert all(len(r["loss"]) == len(r["pair_margin"]) == len(recorded["step"]) for r in recorded["runs"])
+
+
+def test_a_recorded_result_reads_as_tensors_like_a_history():
+    run = results.recorded("ch4_staircase").select(seed=1)[0]
+    raw = next(r for r in results.load("ch4_staircase")["runs"] if r["seed"] == 1)
+    assert run.steps.dtype == torch.int64 and run.loss.shape == run.steps.shape
+    assert run.cka.shape == (3, len(run.steps)) and run.loss.tolist() == pytest.approx(raw["loss"])
+    assert run.gamma == 1.0 and run.stair_times == raw["stair_times"]  # settings and ints as stored
+    assert "final_embeddings" in run.keys()
+    with pytest.raises(AttributeError, match="this run recorded no 'entropy'"):
+        run.entropy
+
+
+def test_a_key_is_a_tensor_in_every_run_or_in_none():
+    result = results.RecordedResult.from_dict({"config": {}, "step": [0, 10], "levels": [1.0, 0.5], "runs": [
+        {"loss": [2.0, 1.0], "times": [3, None]}, {"loss": [2.0, 1.5], "times": [3, 4]}]})
+    assert isinstance(result.levels, torch.Tensor) and result.runs[1].loss.tolist() == [2.0, 1.5]
+    assert [r.times for r in result.runs] == [[3, None], [3, 4]]
+    one = results.RecordedResult.from_dict({"config": {"a": 1}, "step": [0, 5], "loss": [1.0, 0.5]})
+    assert len(one.runs) == 1 and one.runs[0].steps.tolist() == [0, 5] and one.steps is None
+
+
+@pytest.mark.parametrize("result,error,match", [
+    ([], TypeError, "result must be a dict, got list"),
+    ({"runs": []}, ValueError, "a recorded result has a 'config'"),
+    ({"config": {}, "runs": {}}, ValueError, "'runs' must be a list, got dict"),
+    ({"config": {}, "runs": [{"loss": [1.0]}]}, ValueError, "run 0 has no record steps"),
+])
+def test_bad_recorded_results_are_refused_clearly(result, error, match):
+    with pytest.raises(error, match=match):
+        results.RecordedResult.from_dict(result)
+
+
+def test_select_refuses_a_setting_the_runs_do_not_record():
+    with pytest.raises(ValueError, match="the runs record no setting 'arm'"):
+        results.recorded("ch4_linear").select(arm="fresh")

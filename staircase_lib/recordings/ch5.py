@@ -1,0 +1,84 @@
+"""Chapter 5's long runs: one-layer transformer classifiers trained as one batched ensemble, ``seeds`` runs on
+the reversed three-attribute task (the order-0 token at the readout) and as many on the forward task (the
+order-0 token at position 0).
+
+The first three seeds of each task are the ones the page trains live (model and data seeds 0-2 reversed, 3-5
+forward); further seeds continue from 6, alternating reversed and forward (6, 8, ... reversed; 7, 9, ...
+forward); every run draws its data with its model seed. The members of a batched ensemble train independently
+(the same seed gives the same run in an ensemble of 6 or of 12), so the book's runs are the same whatever
+``seeds`` is.
+
+For every run it records, on a log-spaced schedule, the loss on a fixed evaluation batch, the alignment (linear
+CKA) of the embeddings with the three pure kernels and with the pooled (bag-of-tokens) signature kernel, the
+batch-mean attention map of the one head, the normalized entropy of the readout query's attention row, and
+the Frobenius norms of the value-readout map ``W_U W_O W_V`` and of the query-key map ``W_Q^T W_K``.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from .. import metrics, models, runtime, signatures, tasks, training
+from .._checks import check_positive_int
+from ..results import rounded
+
+__all__ = ["STRENGTHS", "RecordedAttentionModel", "attention", "model_seeds"]
+
+STRENGTHS = (0.15, 0.45, 0.35)
+
+
+class RecordedAttentionModel(models.AttentionModel):
+    """``AttentionModel`` whose training snapshot also holds the two circuit norms (Tensor[] each):
+    ``value_readout_norm`` = ||W_U W_O W_V||_F and ``query_key_norm`` = ||W_Q^T W_K||_F (layer 0)."""
+
+    def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+        block = self.blocks[0]
+        value_readout = self.readout.weight @ block.output.weight @ block.value.weight  # [C, d]
+        query_key = block.query.weight.T @ block.key.weight  # [d, d]
+        return {**super().training_snapshot(tokens), "value_readout_norm": value_readout.norm(),
+                "query_key_norm": query_key.norm()}
+
+
+def model_seeds(n: int) -> tuple[list[int], list[int]]:
+    """The model (and data) seeds of the reversed and of the forward runs, ``n`` each."""
+    check_positive_int("n", n)
+    return ([0, 1, 2][:n] + [6 + 2 * i for i in range(n - 3)],
+            [3, 4, 5][:n] + [7 + 2 * i for i in range(n - 3)])
+
+
+def attention(*, seeds: int = 6, d_embed: int = 32, steps: int = 6000, lr: float = 1e-2, batch_size: int = 512,
+              eval_size: int = 2048, records_per_decade: int = 40, device: str = "auto") -> dict:
+    """Train ``seeds`` reversed and ``seeds`` forward runs as one ensemble and return the result."""
+    reversed_task = tasks.StaircaseTask(strengths=STRENGTHS, reverse=True)
+    forward_task = tasks.StaircaseTask(strengths=STRENGTHS)
+    kernels = [reversed_task.kernel(order=k) for k in range(3)]  # the same in both reading directions
+    drives = signatures.exact_signature_drives(forward_task).sum(0)
+    pooled_kernel = drives @ drives.T
+    backward, forward = model_seeds(seeds)
+    all_seeds = backward + forward
+    members = [RecordedAttentionModel(64, 3, 4, d_embed=d_embed, gamma=1.0, seed=s) for s in all_seeds]
+    config = training.TrainConfig(steps=steps, lr=lr, batch_size=batch_size, record="log",
+                                  records_per_decade=records_per_decade, eval_size=eval_size, device=device,
+                                  progress=False)
+    start = time.time()
+    runs = training.train_ensemble(members, [reversed_task] * len(backward) + [forward_task] * len(forward),
+                                   config, seeds=all_seeds)
+    settings = dict(seeds=seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
+                    eval_size=eval_size, records_per_decade=records_per_decade, device=device)
+    out = {"config": {**settings, "strengths": list(STRENGTHS), "gamma": 1.0, "model_and_data_seeds": all_seeds,
+                      "device_used": str(runtime.resolve_device(device))},
+           "levels": reversed_task.loss_levels().tolist(), "step": runs[0].steps.tolist(), "runs": [],
+           "train_seconds": time.time() - start}
+    for k, run in enumerate(runs):
+        out["runs"].append({
+            "task": "reversed" if k < len(backward) else "forward", "seed": all_seeds[k],
+            "loss": rounded(run.loss, 5),
+            "cka": [rounded(metrics.alignment_curve(run.embeddings, K)) for K in kernels],
+            "cka_pooled": rounded(metrics.alignment_curve(run.embeddings, pooled_kernel)),
+            "attention": rounded(run.extras["attention"][:, 0, 0]),  # [T, L, L], layer 0, head 0
+            "entropy": rounded(run.extras["attention_entropy"][:, 0, 0, -1]),  # the readout query's row
+            "value_readout_norm": rounded(run.extras["value_readout_norm"], 6),
+            "query_key_norm": rounded(run.extras["query_key_norm"], 6),
+        })
+    return out

@@ -1,0 +1,84 @@
+"""Chapter 8's real-text runs: tiny GPTs trained on the docstrings of Python's standard library
+(``corpus.TextCorpus.from_python_docs``), several seeds and init scales as one batched ensemble.
+
+For every run it records, on a log-spaced schedule: the loss on a fixed batch of training text and on a fixed
+batch of held-out text; the alignment (linear CKA) of the embeddings of the most frequent words with the
+bigram, lag-2, lag-3, bag-of-tokens and pair kernels, the partial alignment with the pair kernel's order-1
+part (``pair_partial``) and the unnormalized projection on the bigram kernel; the mean normalized attention
+entropy of every layer. The corpus's counted n-gram levels, the chance level of every curve and the corpus's
+Python version and content hash are saved with it.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import torch
+
+from .. import corpus as corpora
+from .. import metrics, models, runtime, training
+from .._checks import check_positive_int
+from ..results import rounded
+
+__all__ = ["CURVES", "measure", "real_text"]
+
+CURVES = ("bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial")
+
+
+def measure(corpus: corpora.TextCorpus, run: training.History, words: torch.Tensor,
+            kernels: dict[str, torch.Tensor], window: int) -> dict:
+    """What the result keeps of one run (rounded lists over the recorded steps)."""
+    curves = corpus.alignment(run.embeddings, words, window, kernels)
+    entropy = run.extras["attention_entropy"][..., 1:].mean((-1, -2))  # [T, layers]: heads and queries >= 1
+    return {"loss": rounded(run.loss, 4),
+            "heldout_loss": rounded(run.probes["heldout"]["loss"], 4),
+            **{f"cka_{name}": rounded(curves[name]) for name in CURVES},
+            "projection_bigram": rounded(metrics.projection_curve(run.embeddings[:, words], kernels["bigram"]), 5),
+            "attention_entropy": rounded(entropy.T)}
+
+
+def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = (1.0,), tied: bool = False,
+              layers: int = 1, heads: int = 2, d_embed: int = 64, seq_len: int = 16, vocab_size: int = 512,
+              words: int = 150, steps: int = 4000, lr: float = 3e-3, batch_size: int = 32, eval_size: int = 512,
+              records_per_decade: int = 20, device: str = "auto",
+              keep_embeddings: bool = False) -> dict:
+    """Train ``gammas`` x ``seeds`` tiny GPTs (model seeds ``first_seed``, ...) and return the result; with
+    ``keep_embeddings`` also the frequent words' embeddings of every run, under ``"embeddings"`` as tensors
+    (for ``torch.save``, not for JSON)."""
+    check_positive_int("seeds", seeds)
+    check_positive_int("words", words)
+    if not isinstance(vocab_size, int) or vocab_size <= words:
+        raise ValueError(f"vocab_size must be an int above words ({words}), got {vocab_size!r}")
+    start = time.time()
+    corpus = corpora.TextCorpus.from_python_docs(vocab_size)
+    frequent = corpus.frequent_words(words)
+    kernels = corpus.kernels(frequent, seq_len)
+    task = corpus.sequences(seq_len)
+    heldout = corpus.sequences(seq_len, split="heldout").sample(eval_size, torch.Generator().manual_seed(20_000))
+    members = [(g, s) for g in gammas for s in range(first_seed, first_seed + seeds)]
+    gpts = [models.TinyGPT(corpus.vocab_size, seq_len, d_embed=d_embed, n_layers=layers, n_heads=heads, tied=tied,
+                           gamma=g, seed=s) for g, s in members]
+    config = training.TrainConfig(steps=steps, lr=lr, batch_size=batch_size, record="log",
+                                  records_per_decade=records_per_decade, eval_size=eval_size, device=device,
+                                  progress=False)
+    runs = training.train_ensemble(gpts, task, config, seeds=[s for _, s in members], probes={"heldout": heldout})
+    settings = dict(seeds=seeds, first_seed=first_seed, gammas=list(gammas), tied=tied, layers=layers, heads=heads,
+                    d_embed=d_embed, seq_len=seq_len, vocab_size=vocab_size, words=words, steps=steps, lr=lr,
+                    batch_size=batch_size, eval_size=eval_size, records_per_decade=records_per_decade,
+                    device=device)
+    out = {"config": {**settings, "device_used": str(runtime.resolve_device(device))},
+           "corpus": {"source": corpus.source, "python": corpus.python_version, "sha256": corpus.content_hash,
+                      "tokens": len(corpus.tokens), "heldout_tokens": len(corpus.heldout_tokens),
+                      "unk_fraction": round(corpus.unk_fraction(), 4)},
+           "levels": {k: round(v, 4) for k, v in corpus.ngram_levels().items()},
+           "levels_train": {k: round(v, 4) for k, v in corpus.ngram_levels(heldout=False).items()},
+           "chance": {k: round(v, 4) for k, v in corpus.alignment_chance(d_embed, frequent, seq_len,
+                                                                          kernels).items()},
+           "step": runs[0].steps.tolist(), "runs": [], "train_seconds": runs[0].seconds}
+    for (g, s), run in zip(members, runs):
+        out["runs"].append({"gamma": g, "seed": s, "tied": tied, **measure(corpus, run, frequent, kernels, seq_len)})
+    if keep_embeddings:
+        out["embeddings"] = {"step": runs[0].steps, "words": frequent, "members": members,
+                             "embeddings": [run.embeddings[:, frequent].clone() for run in runs]}
+    out["total_seconds"] = time.time() - start
+    return out

@@ -1,0 +1,94 @@
+"""The recorders behind the shipped results: every result a chapter loads names the function that made it and
+every setting it needs, rerunning it on the recording's device gives the shipped records back, and the
+``STAIRCASE_FULL`` switch trains the runs live instead of loading them."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import pytest
+
+import staircase_lib as sl
+from staircase_lib import recordings, results, runtime
+
+# one result per recorder, shortened: (name, overrides); members of an ensemble train independently, so fewer
+# seeds or steps give the same first records
+SHORT = [
+    ("ch4_staircase", {"steps": 150, "seeds": [0]}),
+    ("ch5_attention", {"steps": 100, "seeds": 1}),
+    ("ch6_transplant", {"steps": 100, "seeds": [0]}),
+    ("ch8_real_text", {"steps": 30, "seeds": 1}),
+    ("ch9_seeds", {"steps": 100, "seeds": [0]}),
+]
+SETTINGS = ("activation", "gamma", "seed", "task", "arm", "model")  # what tells a result's runs apart
+
+
+def test_every_shipped_result_but_the_scaled_lm_runs_has_a_recorder():
+    assert set(results.available()) - set(recordings.RECORDERS) == {"lm_real_text_at_scale", "tiny_lm_at_scale"}
+    assert {recordings.RECORDERS[name].__name__ for name, _ in SHORT} == {
+        f.__name__ for f in recordings.RECORDERS.values()}
+
+
+@pytest.mark.parametrize("name", sorted(recordings.RECORDERS))
+def test_every_result_records_every_setting_of_its_recorder(name):
+    parameters = set(inspect.signature(recordings.RECORDERS[name]).parameters) - {"keep_embeddings"}
+    assert set(recordings.settings_of(name)) == parameters
+
+
+@pytest.mark.parametrize("name,overrides", SHORT, ids=[name for name, _ in SHORT])
+def test_rerunning_a_cpu_recording_gives_its_records_back(name, overrides):
+    shipped = results.recorded(name)
+    assert shipped.config["device_used"] == "cpu"
+    again = results.RecordedResult.from_dict(recordings.rerun(name, device="cpu", **overrides))
+    compared = 0
+    for run in again.runs:
+        same = shipped.select(**{k: run.values[k] for k in SETTINGS if k in run.values})
+        assert len(same) == 1
+        index = {int(s): i for i, s in enumerate(same[0].steps)}
+        for i, step in enumerate(run.steps.tolist()):
+            if step in index:
+                assert float(run.loss[i]) == pytest.approx(float(same[0].loss[index[step]]), abs=2e-5)
+                compared += 1
+    assert compared >= 20
+
+
+def test_full_runs_follows_the_switch(monkeypatch):
+    for value, expected in (("1", True), ("0", False)):
+        monkeypatch.setenv("STAIRCASE_FULL", value)
+        assert runtime.full_runs() is expected
+    monkeypatch.delenv("STAIRCASE_FULL")
+    assert runtime.full_runs() is sl.training.torch.cuda.is_available()
+    monkeypatch.setenv("STAIRCASE_FULL", "yes")
+    with pytest.raises(ValueError, match="STAIRCASE_FULL must be 1 .* got 'yes'"):
+        runtime.full_runs()
+
+
+def test_obtain_loads_by_default_here_and_trains_live_when_switched_on(monkeypatch):
+    monkeypatch.setenv("STAIRCASE_FULL", "0")
+    loaded = recordings.obtain("ch9_seeds")
+    assert loaded.runs[0].loss.equal(results.recorded("ch9_seeds").runs[0].loss)
+    calls = []
+
+    @functools.wraps(recordings.ch9.seeds_and_control)  # keeps its signature, which rerun reads
+    def short(**settings):  # the recorder with the shipped settings, cut short
+        calls.append(settings)
+        return recordings.ch9.seeds_and_control(**{**settings, "steps": 60, "seeds": [0]})
+
+    monkeypatch.setitem(recordings.RECORDERS, "ch9_seeds", short)
+    monkeypatch.setenv("STAIRCASE_FULL", "1")
+    live = recordings.obtain("ch9_seeds")
+    assert calls == [{**recordings.settings_of("ch9_seeds"), "device": "auto"}]
+    assert [r.keys() for r in live.runs] == [r.keys() for r in loaded.runs[::9]]
+    assert int(live.runs[0].steps[-1]) == 60 and live.runs[0].loss.shape == live.runs[0].steps.shape
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: recordings.rerun("tiny_lm_at_scale"), ValueError, "no recorder for a result named 'tiny_lm_at_scale'"),
+    (lambda: recordings.rerun("ch9_seeds", step=3), ValueError, r"overrides \['step'\] are not settings"),
+    (lambda: recordings.obtain("ch9_seeds", live="yes"), TypeError, "live must be a bool or None, got str"),
+    (lambda: recordings.ch5.model_seeds(0), ValueError, "n must be"),
+    (lambda: recordings.ch8.real_text(words=600), ValueError, "vocab_size must be an int above words"),
+])
+def test_bad_recorder_calls_are_refused_clearly(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
