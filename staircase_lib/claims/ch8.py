@@ -51,7 +51,7 @@ def pos_then_class(steps: torch.Tensor, pos_curve: torch.Tensor, class_curve: to
     low = int(smoothed.argmin())
     rise = float(smoothed[low:].max() - smoothed[low])  # the class curve first falls, then (maybe) rises
     holds = t_pos is not None and t_cls is not None and t_cls >= min_gap * max(t_pos, 1)
-    return Claim(f"POS stair, then a class stair (rise >= {min_rise:g}) at least {min_gap:g}x later",
+    return Claim(f"noun-slot stair, then a class stair (rise >= {min_rise:g}) at least {min_gap:g}x later",
                  holds, {"pos_stair": t_pos, "class_stair": t_cls, "class_rise": rise})
 
 
