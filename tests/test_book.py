@@ -206,8 +206,11 @@ RENDER_STATE_JS = """() => {
   const wideMath = [...document.querySelectorAll('mjx-container[display="true"]')]
       .filter(el => wide(el) || wide(el.parentElement))
       .map(el => (el.getAttribute('aria-label') || el.textContent).slice(0, 120));
+  const wideTables = [...document.querySelectorAll('article table')]
+      .filter(t => t.offsetWidth > t.parentElement.clientWidth + 1)
+      .map(t => t.textContent.trim().slice(0, 80));
   return {
-    wideCode, wideMath,
+    wideCode, wideMath, wideTables,
     figures: document.querySelectorAll('.cell_output img').length,
     mathjax: document.querySelectorAll('mjx-container').length,
     rawMath: document.querySelectorAll('.math:not(:has(mjx-container))').length,
@@ -261,25 +264,29 @@ def test_page_renders_in_browser(page_report, docname):
     assert state["unrenderedWidgets"] == 0, f"widgets did not render; {where}"
     assert not state["wideCode"], f"code lines wider than the column (keep them short): {state['wideCode']}"
     assert not state["wideMath"], f"display equations wider than the column (split them): {state['wideMath']}"
+    assert not state["wideTables"], f"tables wider than the column (narrow them): {state['wideTables']}"
     assert not network, f"the page tried to reach the network: {network}"
     assert not console_errors, f"JavaScript errors in the console: {console_errors}"
 
 
 def test_the_overflow_check_sees_a_wide_code_cell_and_a_wide_equation(browser):
-    """The column check of test_page_renders_in_browser can fail: a code line and an equation wider than
-    a 300 px column are both reported."""
+    """The column check of test_page_renders_in_browser can fail: a code line, an equation and a table wider
+    than a 300 px column are all reported."""
     page = browser.new_page(viewport={"width": 400, "height": 400})
     try:
         page.set_content('<div style="width:300px"><div class="cell_input"><pre style="overflow-x:auto">'
                          + "x = " + "1 + " * 60 + "1</pre></div>"
                          '<div class="math" style="overflow-x:auto"><mjx-container display="true" '
                          'style="display:block;overflow-x:auto"><span style="display:inline-block;width:900px">'
-                         "E</span></mjx-container></div></div>")
+                         "E</span></mjx-container></div>"
+                         '<article><div style="overflow-x:auto"><table><tr><td style="white-space:nowrap">'
+                         + "wide cell " * 40 + "</td></tr></table></div></article></div>")
         state = page.evaluate(RENDER_STATE_JS)
     finally:
         page.close()
     assert len(state["wideCode"]) == 1 and state["wideCode"][0].startswith("x = 1 + 1")
     assert len(state["wideMath"]) == 1
+    assert len(state["wideTables"]) == 1 and state["wideTables"][0].startswith("wide cell")
 
 
 # --------------------------------------------------------------------------------------------------

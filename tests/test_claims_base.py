@@ -18,6 +18,17 @@ def test_table_lists_every_claim_with_its_verdict_numbers_and_rule():
     assert table([claims["fast"]]).splitlines()[1].split()[0] == "1", "a list is numbered"
 
 
+def test_table_wraps_long_numbers_and_rules_under_their_column():
+    long = Claim("a rule " * 30, True, {f"number {k}": 0.5 for k in range(20)})
+    lines = table({"long": long}, line_width=60).splitlines()
+    assert max(map(len, lines)) <= 60 and len(lines) > 5
+    assert all(line.startswith(" " * 13) for line in lines[2:])  # 'claim' + 2 + 'holds ' + 1
+    assert " ".join(" ".join(lines[1:]).split()).count("a rule") == 30
+    assert len(table({"long": long}, line_width=None).splitlines()) == 3
+    with pytest.raises(ValueError, match="line_width must be"):
+        table({"long": long}, line_width=10)
+
+
 def test_cosine_of_parallel_opposite_and_orthogonal_tensors():
     a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert abs(cosine(a, 2 * a) - 1) < 1e-12 and abs(cosine(a, -a) + 1) < 1e-12

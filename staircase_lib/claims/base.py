@@ -5,8 +5,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import statistics
+import textwrap
 
 import torch
+
+from .._checks import check_positive_int
 
 __all__ = ["Claim", "glue", "table", "fit_line", "reproduces"]
 
@@ -36,16 +39,27 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def table(claims: Mapping[str, Claim] | Sequence[Claim]) -> str:
+def table(claims: Mapping[str, Claim] | Sequence[Claim], line_width: int | None = 88) -> str:
     """The claims cell's table, one claim per row: name (or number), holds, the measured numbers, then the
-    rule on a line of its own."""
+    rule on a line of its own; the numbers and the rule wrap at ``line_width`` characters (the book's code
+    column), indented under their column (None: no wrapping)."""
+    if line_width is not None:
+        check_positive_int("line_width", line_width, minimum=40)
     named = claims.items() if isinstance(claims, Mapping) else ((str(i + 1), c) for i, c in enumerate(claims))
     rows = [(name, claim) for name, claim in named]
     width = max([len("claim"), *(len(name) for name, _ in rows)])
+    indent = " " * (width + 9)
+
+    def wrapped(first: str, text: str) -> list[str]:
+        if line_width is None:
+            return [first + text]
+        return textwrap.wrap(text, line_width, initial_indent=first, subsequent_indent=indent,
+                             break_on_hyphens=False) or [first]
+
     lines = [f"{'claim':<{width}}  {'holds':<6} measured (the rule below each row)"]
     for name, claim in rows:
         numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in claim.numbers.items())
-        lines += [f"{name:<{width}}  {str(bool(claim)):<6} {numbers}", f"{'':<{width + 9}}{claim.statement}"]
+        lines += wrapped(f"{name:<{width}}  {str(bool(claim)):<6} ", numbers) + wrapped(indent, claim.statement)
     return "\n".join(lines)
 
 
