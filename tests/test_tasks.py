@@ -333,3 +333,17 @@ def test_a_reasoning_keys_signature_is_a_shifted_copy_of_its_neighbours():
     start = int(task.key_values[10]) + int(sums.min()) - task.label_start
     assert torch.allclose(psi[key].double()[start:start + 27], expected, atol=1e-6), "spikes at x + every pair sum"
     assert torch.allclose(psi[key + 1][1:].double(), psi[key][:-1].double(), atol=1e-6), "key x+1: shifted by one"
+
+
+def test_level_loss_std_is_the_spread_of_a_sampled_level_model():
+    """The Bayes model's per-sample loss, sampled, has the spread level_loss_std(3) computes exactly; the
+    marginal model (level 0) predicts uniformly, so every sample costs log a and the spread is 0."""
+    task = StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    batch = task.sample(20_000, torch.Generator().manual_seed(5))
+    probs = task.conditional_label_distribution([0, 1, 2])[batch.tokens[:, 0], batch.tokens[:, 1],
+                                                           batch.tokens[:, 2]]
+    nll = -probs.gather(1, batch.labels[:, None]).log()
+    assert float(nll.std()) == pytest.approx(task.level_loss_std(3), abs=0.02)
+    assert task.level_loss_std(0) == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ValueError, match=r"k must be a level index in 0..3, got 4"):
+        task.level_loss_std(4)

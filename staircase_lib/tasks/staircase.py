@@ -144,6 +144,25 @@ class StaircaseTask:
         ``modulus = 2`` on the order-2 rule is the *parity sub-stair* of Chapter 4 (the parity of the triple
         sum is the XOR of the three tokens' parities).
         """
+        truth, predicted = self._coarse_prediction(order, modulus)
+        return float(-(truth * predicted.log()).sum(1).mean())
+
+    def level_loss_std(self, k: int) -> float:
+        """Standard deviation of the per-sample loss of the model that sits exactly on level ``k`` of
+        :meth:`loss_levels` (``k = 3``: the Bayes model); divide by ``sqrt(eval_size)`` for the noise of a loss
+        measured on an evaluation batch of that size."""
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= self.n_orders:
+            raise ValueError(f"k must be a level index in 0..{self.n_orders}, got {k!r}")
+        order, modulus = (k, 1) if k < self.n_orders else (self.n_orders - 1, self.attribute_size)
+        truth, predicted = self._coarse_prediction(order, modulus)
+        nll = -predicted.log()
+        mean, second = (truth * nll).sum(1).mean(), (truth * nll**2).sum(1).mean()
+        return float((second - mean**2).clamp_min(0).sqrt())
+
+    def _coarse_prediction(self, order: int, modulus: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Over the ``a**3`` equally likely combinations of rule labels: the true label distribution and the
+        prediction of the model of :meth:`coarse_level` (the truth averaged over what it does not know),
+        float64 Tensor[a**3, a] each."""
         self._check_order(order)
         check_positive_int("modulus", modulus)
         a = self.attribute_size
@@ -157,7 +176,7 @@ class StaircaseTask:
         classes = torch.unique(known, dim=0, return_inverse=True)[1]  # [a^3]
         means = torch.zeros(int(classes.max()) + 1, a, dtype=torch.float64).index_add_(0, classes, truth)
         means = means / torch.bincount(classes).double()[:, None]  # Bayes prediction: truth averaged per class
-        return float(-(truth * means[classes].log()).sum(1).mean())
+        return truth, means[classes]
 
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)`` for the positions ``B``: Tensor[V, ..., V, C] (one V axis per position)."""
