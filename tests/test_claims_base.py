@@ -21,7 +21,7 @@ def test_table_lists_every_claim_with_its_verdict_numbers_and_rule():
 def test_table_wraps_long_numbers_and_rules_under_their_column():
     long = Claim("a rule " * 30, True, {f"number {k}": 0.5 for k in range(20)})
     lines = table({"long": long}, line_width=60).splitlines()
-    assert max(map(len, lines)) <= 60 and len(lines) > 5
+    assert max(map(len, lines)) <= 60 and len(lines) > 5  # (a single word longer than that is not split)
     assert all(line.startswith(" " * 13) for line in lines[2:])  # 'claim' + 2 + 'holds ' + 1
     assert " ".join(" ".join(lines[1:]).split()).count("a rule") == 30
     assert len(table({"long": long}, line_width=None).splitlines()) == 3

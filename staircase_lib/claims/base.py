@@ -54,7 +54,7 @@ def table(claims: Mapping[str, Claim] | Sequence[Claim], line_width: int | None 
         if line_width is None:
             return [first + text]
         return textwrap.wrap(text, line_width, initial_indent=first, subsequent_indent=indent,
-                             break_on_hyphens=False) or [first]
+                             break_on_hyphens=False, break_long_words=False) or [first]
 
     lines = [f"{'claim':<{width}}  {'holds':<6} measured (the rule below each row)"]
     for name, claim in rows:

@@ -8,7 +8,9 @@ and ``b2`` [K, C]. The first layer is computed per token: ``P = E W1^T`` (Tensor
 token's contribution at every position, a sequence's pre-activation is a sum of L rows of P (forward: a
 gather; backward: one scatter-add per position), so the matmuls act on V rows instead of N sequences.
 Cross-entropy's gradient is ``softmax(z) - onehot(y)``; the activation's derivative is ATen's own
-backward op (autograd's formula) where there is one, else autograd on the activation alone.
+backward op (autograd's formula) where there is one, else autograd on the activation alone. Only the training
+step is hand-written: the recorded losses come from each model's own forward (``evaluate``), and the
+parameters are the model's, viewed in place (``member_parameters``).
 One ``torch.optim.Adam(fused=True)`` step updates the flat buffer (Adam is elementwise, so this is
 exactly K separate optimizers). P's table and the hidden-layer gradient live in two buffers kept from step to
 step (P's is reused for its gradient): fresh tensors of several MB each step cost more in page faults than
@@ -86,9 +88,11 @@ class EmbMLPKernel:
         """Row of P (the members' tables stacked) for tokens [k, n, L]: LongTensor[k * n, L]."""
         return ((self.member_offset[: tokens.shape[0]] + tokens) * self.B + self.block).flatten(0, 1)
 
-    def _forward(self, tokens: torch.Tensor, members: slice = slice(None), out: torch.Tensor | None = None):
-        """Pre-activations [k, n, m] and the rows of P used (P, Tensor[k, V, B*m], written into ``out`` if given)."""
-        E, W1, b1, W2, b2 = (p[members] for p in self.params)
+    def _forward(self, tokens: torch.Tensor, out: torch.Tensor):
+        """The training step's first layer for tokens [K, n, L]: pre-activations [K, n, m] and the rows of P used
+        (P = E W1^T, Tensor[K, V, B*m], written into ``out``). ``EmbMLP.logits`` computes the same thing per
+        model (``tests/test_ensemble.py`` checks the two engines train the same runs)."""
+        E, W1, b1 = self.params[:3]
         k, n = tokens.shape[0], tokens.shape[1]
         P = torch.bmm(E, W1.reshape(k, self.B * self.m, self.d).transpose(1, 2), out=out)  # [k, V, B*m]
         if self.B > 1:  # the bias once per sequence: into position block 0's rows
@@ -133,14 +137,21 @@ class EmbMLPKernel:
             torch.bmm(dP, W1.view(K, B * m, d), out=gE)
         self.optimizer.step()
 
+    def member_parameters(self, k: int) -> dict[str, torch.Tensor]:
+        """Member ``k``'s parameters in its model's own names and shapes (views of the flat buffer, except the
+        first layer, which is stored per position block and is reshaped back)."""
+        E, W1, b1, W2, b2 = (p[k] for p in self.params)
+        return {"embedding": E, "hidden.weight": W1.transpose(0, 1).reshape(self.m, self.B * self.d),
+                "hidden.bias": b1, "readout.weight": W2, "readout.bias": b2}
+
     @torch.no_grad()
     def evaluate(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each member's loss and accuracy, computed by its model's own forward (``EmbMLP.forward`` through
+        ``torch.func.functional_call``), so what is recorded is what the model computes."""
         device = self.theta.device
         losses, accuracies = torch.empty(self.K, device=device), torch.empty(self.K, device=device)
-        for k in range(self.K):  # one member at a time: evaluation batches can be large
-            pre, _ = self._forward(tokens[k: k + 1], slice(k, k + 1))
-            logits = torch.baddbmm(self.params[4][k: k + 1, None], self.activation(pre),
-                                   self.params[3][k: k + 1].transpose(1, 2))[0]
+        for k, model in enumerate(self.models):  # one member at a time: evaluation batches can be large
+            logits = torch.func.functional_call(model, self.member_parameters(k), (tokens[k],))
             losses[k] = F.cross_entropy(logits, labels[k])
             accuracies[k] = (logits.argmax(-1) == labels[k]).float().mean()
         return losses, accuracies
@@ -153,10 +164,6 @@ class EmbMLPKernel:
 
     @torch.no_grad()
     def write_back(self) -> None:
-        E, W1, b1, W2, b2 = self.params
         for k, model in enumerate(self.models):
-            model.embedding.copy_(E[k])
-            model.hidden.weight.copy_(W1[k].transpose(0, 1).reshape(self.m, self.B * self.d))
-            model.hidden.bias.copy_(b1[k])
-            model.readout.weight.copy_(W2[k])
-            model.readout.bias.copy_(b2[k])
+            for name, value in self.member_parameters(k).items():
+                model.get_parameter(name).copy_(value)
