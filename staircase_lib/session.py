@@ -8,14 +8,14 @@ import torch
 
 from . import plotting
 from ._version import __version__
-from .runtime import resolve_device, seed_everything, training_threads
+from .runtime import full_runs, resolve_device, seed_everything, training_threads
 
 __all__ = ["setup"]
 
 
 def setup(seed: int = 0, device: str | torch.device = "auto", verbose: bool = True) -> torch.device:
     """Seed everything, pick the device, cap torch's CPU threads, apply the course's plot style and print
-    versions.
+    versions, the device, and whether the chapter's long runs are loaded or trained live (``runtime.full_runs``).
 
     Every CPU op of the chapter then runs on ``runtime.training_threads()`` threads (1 unless
     ``STAIRCASE_THREADS`` says more; a lower count already set is kept), as training does: the course's tensors
@@ -31,5 +31,7 @@ def setup(seed: int = 0, device: str | torch.device = "auto", verbose: bool = Tr
         # Two short lines: one line of all five overflowed the book's code column (about 80 characters).
         print(f"staircase_lib {__version__} | torch {torch.__version__} | numpy {np.__version__} | "
               f"python {platform.python_version()}")
-        print(f"device {chosen} | seed {seed}")
+        # where the chapter's long runs come from (sl.recordings.obtain), so a slow cell on a GPU is no surprise
+        runs = "trained live (STAIRCASE_FULL=0: load)" if full_runs() else "recorded (STAIRCASE_FULL=1: live)"
+        print(f"device {chosen} | seed {seed} | long runs {runs}")
     return chosen

@@ -76,7 +76,8 @@ def test_non_string_device_is_a_type_error():
         resolve_device(0)
 
 
-def test_setup_prints_two_short_lines_and_returns_a_device(capsys, no_accelerator):
+def test_setup_prints_two_short_lines_and_returns_a_device(capsys, no_accelerator, monkeypatch):
+    monkeypatch.delenv("STAIRCASE_FULL", raising=False)
     device = setup(seed=3)
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 2, f"setup should print two lines (versions, then device and seed), got {out}"
@@ -84,8 +85,11 @@ def test_setup_prints_two_short_lines_and_returns_a_device(capsys, no_accelerato
     for part in (f"staircase_lib {staircase_lib.__version__}", f"torch {torch.__version__}",
                  f"numpy {np.__version__}", "python"):
         assert part in out[0], f"version line lacks {part!r}: {out[0]}"
-    assert out[1] == "device cpu | seed 3", out[1]
+    assert out[1] == "device cpu | seed 3 | long runs recorded (STAIRCASE_FULL=1: live)", out[1]
     assert isinstance(device, torch.device) and device.type == "cpu"
+    monkeypatch.setenv("STAIRCASE_FULL", "1")
+    setup(seed=3)
+    assert capsys.readouterr().out.strip().splitlines()[1].endswith("long runs trained live (STAIRCASE_FULL=0: load)")
 
 
 def test_setup_quiet_and_seeds(capsys):
