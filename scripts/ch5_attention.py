@@ -3,16 +3,7 @@ trained as one batched ensemble, ``--seeds`` seeds on the reversed three-attribu
 readout) and as many on the forward task (the order-0 token at position 0), saved as a small JSON result the
 chapter loads (``sl.recordings.obtain("ch5_attention")``).
 
-The first three seeds of each task are the ones the page trains live (model and data seeds 0-2 reversed, 3-5
-forward); further seeds continue from 6, alternating reversed and forward (6, 8, ... reversed; 7, 9, ...
-forward); every run draws its data with its model seed. The members of a batched ensemble train independently
-(the same seed gives the same run in an ensemble of 6 or of 12), so the book's runs are the same whatever
-``--seeds`` is.
-
-For every run it records, on a log-spaced schedule, the loss on a fixed evaluation batch, the alignment (linear
-CKA) of the embeddings with the three pure kernels and with the pooled (bag-of-tokens) signature kernel, the
-batch-mean attention map of the one head, the normalized entropy of the readout query's attention row, and
-the Frobenius norms of the value-readout map ``W_U W_O W_V`` and of the query-key map ``W_Q^T W_K``.
+Which seeds run, and what each run records: the recorder's docstring.
 
 Regenerate the shipped result (about eight minutes on a 2-core CPU):
 

@@ -1,14 +1,9 @@
 """Chapter 6's transplant experiment (``sl.recordings.ch6.transplant``) from the command line: ten donor Emb-MLPs
-trained to their first plateau, then thirty fresh small-init receivers (three arms of ten seeds: their own
-embeddings, the donor's embeddings, a random embedding of the donor's norm) trained as one batched ensemble. Saved
-as a small JSON result the chapter loads (``sl.recordings.obtain("ch6_transplant")``): each receiver's loss and
-pair margin (the chapter's pair-rule probes, ``ch6.pair_rule_probes``) on a log-spaced schedule of 40 records per
-decade, and each donor's alignment (linear CKA) with the order-0 kernel and Frobenius norm when its embeddings
-were handed over.
+trained to their first plateau, then thirty fresh small-init receivers in three arms of ten seeds (their own
+embeddings, the donor's, a random embedding of the donor's norm), saved as a small JSON result the chapter loads
+(``sl.recordings.obtain("ch6_transplant")``). What each run records: the recorder's docstring.
 
-The models and settings are the chapter's, and seeds 0-2 are the chapter's donors: the chapter trains those three
-live and checks that their alignment matches the recorded one. Regenerate the shipped result (about four minutes
-on a 2-core CPU):
+Regenerate the shipped result (about four minutes on a 2-core CPU):
 
     python scripts/ch6_transplant.py --out staircase_lib/data/ch6_transplant.json
 """

@@ -3,12 +3,7 @@ docstrings of Python's standard library (``sl.corpus.TextCorpus.from_python_docs
 as one batched ensemble, saved as a small JSON result the chapter loads
 (``sl.recordings.obtain("ch8_real_text")``).
 
-For every run it records, on a log-spaced schedule: the loss on a fixed batch of training text and on a fixed
-batch of held-out text; the alignment (linear CKA) of the embeddings of the most frequent words with the
-bigram, lag-2, lag-3, bag-of-tokens and pair kernels, the partial alignment with the pair kernel's order-1
-part (``pair_partial``) and the unnormalized projection on the bigram kernel; the mean normalized attention
-entropy of every layer. The corpus's counted n-gram levels, the chance level of every curve and the corpus's
-Python version and content hash are saved with it.
+What each run records: the recorder's docstring.
 
 The four results the chapter loads (on 2 CPU threads beside other work: 15-40 minutes each;
 ``--device auto`` uses a GPU when there is one):

@@ -1,13 +1,7 @@
 """Chapter 9's staircase on seeds the chapter does not use, and under large initialization (the control), from
 the command line (``sl.recordings.ch9.seeds_and_control``).
 
-For the Emb-MLP and the one-layer transformer of Chapter 9 (same task, same Adam settings as the chapter's
-live runs), each seed's interpolated stair times ``(t0, t1)`` (``sl.metrics.stair_times(...,
-interpolate=True)``), the order-0 curve's end/peak ratio and the step it first drops below 0.6 of its peak,
-the final loss and accuracy. Seeds 0-2 are the chapter's; 3 and up are new. Gammas: 1 (the chapter), 0.5
-(eps = 1) and 0.25 (large initialization, no plateau: the control), 1500 steps as in the chapter. All
-nine seeds of a model and gamma train as one batched ensemble (member k: model seed k, data seed k), so
-seeds 0-2 reproduce the chapter's live runs.
+What each run records, and which seeds and init scales run: the recorder's docstring.
 
 Run (about 4 minutes on two CPU threads):
 

@@ -102,8 +102,26 @@ def _converted(entries: list[dict]) -> list[dict]:
             for entry, found in zip(entries, tensors)]
 
 
+class _StoredValues:
+    """Attribute access to a ``values`` dict: ``obj.loss`` is ``obj.values["loss"]``."""
+
+    values: dict
+    _kind = "record"  # what the error message calls it
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "values":  # copy/pickle probes, and dataclass internals
+            raise AttributeError(name)
+        if name not in self.values:
+            raise AttributeError(f"this {self._kind} recorded no {name!r}; it has {sorted(self.values)}")
+        return self.values[name]
+
+    def keys(self) -> list[str]:
+        """The names of what was recorded (besides ``steps``, ``config`` and ``runs``)."""
+        return sorted(self.values)
+
+
 @dataclass(frozen=True)
-class RecordedRun:
+class RecordedRun(_StoredValues):
     """One recorded run, read like a training ``History``: ``steps`` LongTensor[T] and every recorded series
     as an attribute: a tensor where every run of the result recorded numbers under that name (``run.loss``
     Tensor[T], ``run.cka`` Tensor[K, T] for K alignment curves), as stored otherwise (``run.gamma``,
@@ -112,21 +130,11 @@ class RecordedRun:
 
     steps: torch.Tensor
     values: dict = field(repr=False)
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name == "values":  # copy/pickle probes, and dataclass internals
-            raise AttributeError(name)
-        if name not in self.values:
-            raise AttributeError(f"this run recorded no {name!r}; it has {sorted(self.values)}")
-        return self.values[name]
-
-    def keys(self) -> list[str]:
-        """The names of what the run recorded, besides ``steps``."""
-        return sorted(self.values)
+    _kind = "run"
 
 
 @dataclass(frozen=True)
-class RecordedResult:
+class RecordedResult(_StoredValues):
     """A recorded result: ``config`` (the settings that produced it), ``steps`` LongTensor[T] (the record steps
     its runs share; a run may carry its own), ``runs`` (one :class:`RecordedRun` each), and every other stored
     entry as an attribute, lists of numbers as tensors (``result.levels``), others as stored. A result of one
@@ -136,13 +144,7 @@ class RecordedResult:
     steps: torch.Tensor | None
     runs: list[RecordedRun]
     values: dict = field(repr=False)
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name == "values":
-            raise AttributeError(name)
-        if name not in self.values:
-            raise AttributeError(f"this result stored no {name!r}; it has {sorted(self.values)}")
-        return self.values[name]
+    _kind = "result"
 
     def select(self, **settings) -> list[RecordedRun]:
         """The runs whose recorded settings equal ``settings``, in order: ``result.select(gamma=1.0, seed=0)``."""

@@ -29,20 +29,25 @@ RECORDERS: dict[str, Callable[..., dict]] = {
 _NOT_SETTINGS = {"keep_embeddings"}  # recorder options that shape the output, not the runs
 
 
-def settings_of(name: str) -> dict:
-    """The recorder arguments that reproduce the shipped result ``name``: its recorded config, cut to them."""
+def _parameters(name: str) -> list[str]:
+    """The argument names of the recorder of the shipped result ``name``."""
     if name not in RECORDERS:
         raise ValueError(f"no recorder for a result named {name!r}; the recorded ones are {sorted(RECORDERS)}")
+    return list(inspect.signature(RECORDERS[name]).parameters)
+
+
+def settings_of(name: str) -> dict:
+    """The recorder arguments that reproduce the shipped result ``name``: its recorded config, cut to them."""
+    parameters = _parameters(name)
     config = results.load(name)["config"]
-    parameters = inspect.signature(RECORDERS[name]).parameters
     return {p: config[p] for p in parameters if p in config and p not in _NOT_SETTINGS}
 
 
 def rerun(name: str, **overrides) -> dict:
     """Train the runs of the shipped result ``name`` again, with its recorded settings and ``overrides``
     (for example ``steps=200``, or ``device="cpu"``); the new result (a dict, like the file)."""
+    parameters = _parameters(name)
     settings = settings_of(name)
-    parameters = inspect.signature(RECORDERS[name]).parameters
     unknown = sorted(set(overrides) - set(parameters))
     if unknown:
         raise ValueError(f"overrides {unknown} are not settings of {name!r}; its settings are {sorted(parameters)}")

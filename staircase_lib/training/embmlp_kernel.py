@@ -22,7 +22,7 @@ import torch
 from torch.nn import functional as F
 
 from ..models import ACTIVATIONS, EmbMLP
-from .batched import make_optimizer
+from .batched import make_optimizer, member_accuracies, member_losses
 
 __all__ = ["EmbMLPKernel", "activation_backward"]
 
@@ -148,13 +148,10 @@ class EmbMLPKernel:
     def evaluate(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each member's loss and accuracy, computed by its model's own forward (``EmbMLP.forward`` through
         ``torch.func.functional_call``), so what is recorded is what the model computes."""
-        device = self.theta.device
-        losses, accuracies = torch.empty(self.K, device=device), torch.empty(self.K, device=device)
-        for k, model in enumerate(self.models):  # one member at a time: evaluation batches can be large
-            logits = torch.func.functional_call(model, self.member_parameters(k), (tokens[k],))
-            losses[k] = F.cross_entropy(logits, labels[k])
-            accuracies[k] = (logits.argmax(-1) == labels[k]).float().mean()
-        return losses, accuracies
+        # one member at a time (a member's first layer on a large evaluation batch is big; its logits are not)
+        logits = torch.stack([torch.func.functional_call(model, self.member_parameters(k), (tokens[k],))
+                              for k, model in enumerate(self.models)])  # [K, N, C]
+        return member_losses(logits, labels), member_accuracies(logits, labels)
 
     def embeddings(self) -> torch.Tensor:
         return self.params[0]
