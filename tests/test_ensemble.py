@@ -87,7 +87,8 @@ def test_kernel_gradients_equal_autograd(activation, pool):
     kernel = EmbMLPKernel(models, "sgd", lr=1.0)
     gen = torch.Generator().manual_seed(0)
     batches = [TASK.sample(64, gen) for _ in models]
-    kernel.step(torch.stack([b.tokens for b in batches]), torch.stack([b.labels for b in batches]))
+    prepared = kernel.prepare(torch.stack([b.tokens for b in batches])[None], torch.stack([b.labels for b in batches])[None])
+    kernel.step(*(part[0] for part in prepared))  # a chunk of one step
     kernel.write_back()
     for k, model in enumerate(models):
         reference = EmbMLP(**SMALL, activation=activation, pool=pool, gamma=(0.5, 1.0)[k], seed=k)
@@ -115,6 +116,26 @@ def test_stream_draws_chunks_with_the_tasks_own_sampler():
             for k in range(2):
                 assert torch.equal(tokens[k], chunks[k].tokens[step * n:(step + 1) * n])
                 assert torch.equal(labels[k], chunks[k].labels[step * n:(step + 1) * n])
+
+
+def test_stream_hands_out_the_engines_prepared_chunk_step_by_step():
+    """With an engine's ``prepare``, step s of the stream is slice s of the chunk's prepared tensors, and the
+    kernel's prepared rows are each sequence's rows of P, the same as preparing that one step alone."""
+    models = [EmbMLP(**SMALL, seed=s) for s in range(2)]
+    kernel = EmbMLPKernel(models, "adam", lr=1e-2)
+    n = 4096
+    plain = BatchStream([TASK, TASK], [3, 4], n, torch.device("cpu"))
+    prepared = BatchStream([TASK, TASK], [3, 4], n, torch.device("cpu"), prepare=kernel.prepare)
+    V, L = SMALL["vocab_size"], SMALL["seq_len"]
+    for _ in range(prepared.chunk_steps + 1):  # into the second chunk
+        tokens, labels = plain.next()
+        rows, positions, step_labels = prepared.next()
+        alone = kernel.prepare(tokens[None], labels[None])
+        for part, single in zip((rows, positions, step_labels), alone):
+            assert torch.equal(part, single[0])
+        expected = ((torch.arange(2).view(2, 1, 1) * V + tokens) * L + torch.arange(L)).flatten(0, 1)
+        assert torch.equal(rows, expected) and torch.equal(positions, expected.T)
+        assert torch.equal(step_labels[:, 0], labels)
 
 
 def test_histories_shapes_and_models_updated():

@@ -103,15 +103,15 @@ class StaircaseTask:
         gen = self._generator if generator is None else generator
         device = gen.device
         tokens = torch.randint(self.vocab_size, (n, self.seq_len), generator=gen, device=device)
-        cumulative = self._cumulative_strengths(device)
-        rule = torch.bucketize(torch.rand(n, generator=gen, device=device), cumulative, right=True)
-        labels = torch.randint(self.n_labels, (n,), generator=gen, device=device)  # noise, unless a rule fires
+        u = torch.rand(n, generator=gen, device=device)
+        rule = (u[:, None] >= self._cumulative_strengths(device)).sum(1)  # the rule that fires; 3: none
+        noise = torch.randint(self.n_labels, (n,), generator=gen, device=device)  # the label when none fires
         # the three rules of rule_labels, written for speed: (x0 // a + x1 // a) % a is (h0 + h1) % a, etc.
+        # (fmod is % for these non-negative ints, and faster)
         a = self.attribute_size
         x0, x1, x2 = (tokens.flip(-1) if self.reverse else tokens).unbind(1)
-        for order, rule_label in enumerate((x0 // (a * a), (x0 // a + x1 // a) % a, (x0 + x1 + x2) % a)):
-            labels = torch.where(rule == order, rule_label, labels)
-        return Batch(tokens, labels)
+        candidates = torch.stack((x0 // (a * a), torch.fmod(x0 // a + x1 // a, a), torch.fmod(x0 + x1 + x2, a), noise))
+        return Batch(tokens, candidates.gather(0, rule[None])[0])
 
     def _cumulative_strengths(self, device: torch.device) -> torch.Tensor:
         key = str(device)

@@ -105,7 +105,8 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
         else:
             engine = AutogradMembers(models, config.optimizer, config.lr, wrap=wrap)
         marks = record_steps(config)
-        records = run(engine, BatchStream(tasks, seeds, config.batch_size, device), config.steps, marks.tolist(),
+        stream = BatchStream(tasks, seeds, config.batch_size, device, prepare=engine.prepare)
+        records = run(engine, stream, config.steps, marks.tolist(),
                       evaluation_batches(tasks, seeds, config.eval_size, device),
                       {name: (b.tokens.to(device).expand(K, -1, -1), b.labels.to(device).expand(K, *b.labels.shape))
                        for name, b in probes.items()},

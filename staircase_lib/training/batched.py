@@ -16,15 +16,22 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.nn import functional as F
 
-__all__ = ["AutogradMembers", "make_optimizer", "member_losses", "member_accuracies"]
+__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "member_losses", "member_accuracies"]
+
+
+ADAM_DEFAULTS = dict(beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
+"""``torch.optim.Adam``'s defaults, in the names of its functional form ``torch.optim.adam.adam``."""
 
 
 def make_optimizer(name: str, params: list[torch.Tensor], lr: float) -> torch.optim.Optimizer:
-    """``torch.optim.Adam`` (fused into one kernel where the device supports it) or plain SGD."""
+    """``torch.optim.Adam`` (with :data:`ADAM_DEFAULTS`, fused into one kernel where the device supports it) or
+    plain SGD."""
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr)
     fused = all(p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in params)
-    return torch.optim.Adam(params, lr=lr, fused=fused or None)
+    d = ADAM_DEFAULTS
+    return torch.optim.Adam(params, lr=lr, betas=(d["beta1"], d["beta2"]), eps=d["eps"],
+                            weight_decay=d["weight_decay"], fused=fused or None)
 
 
 def member_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -96,6 +103,11 @@ class AutogradMembers:
             return functional_call(wrapper, params, (tokens,))
         batched = vmap(member)
         return lambda tokens: batched(named, tokens)
+
+    @staticmethod
+    def prepare(tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The arguments of :meth:`step` for a chunk of steps: the batches themselves."""
+        return tokens, labels
 
     def step(self, tokens: torch.Tensor, labels: torch.Tensor) -> None:
         loss = member_losses(self._train_logits(tokens), labels).sum()

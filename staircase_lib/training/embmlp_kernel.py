@@ -11,18 +11,22 @@ Cross-entropy's gradient is ``softmax(z) - onehot(y)``; the activation's derivat
 backward op (autograd's formula) where there is one, else autograd on the activation alone. Only the training
 step is hand-written: the recorded losses come from each model's own forward (``evaluate``), and the
 parameters are the model's, viewed in place (``member_parameters``).
-One ``torch.optim.Adam(fused=True)`` step updates the flat buffer (Adam is elementwise, so this is
-exactly K separate optimizers). P's table and the hidden-layer gradient live in two buffers kept from step to
-step (P's is reused for its gradient): fresh tensors of several MB each step cost more in page faults than
-their arithmetic (an ensemble of 16 ran about 1.5x slower without them).
+Each step ends with PyTorch's fused Adam (``torch.optim.adam.adam(fused=True)``, the function behind
+``torch.optim.Adam(fused=True)``, called directly: the optimizer object's bookkeeping cost more than the update
+of this one buffer) or with SGD's update, on the flat buffer (both are elementwise, so this is exactly K
+separate optimizers). The row indices of a chunk of steps are computed at once (:meth:`EmbMLPKernel.prepare`).
+P's table and the hidden-layer gradient live in two buffers kept from step to step (P's is reused for its
+gradient): fresh tensors of several MB each step cost more in page faults than their arithmetic (an ensemble of
+16 ran about 1.5x slower without them).
 """
 from __future__ import annotations
 
 import torch
 from torch.nn import functional as F
+from torch.optim.adam import adam
 
 from ..models import ACTIVATIONS, EmbMLP
-from .batched import make_optimizer, member_accuracies, member_losses
+from .batched import ADAM_DEFAULTS, member_accuracies, member_losses
 
 __all__ = ["EmbMLPKernel", "activation_backward"]
 
@@ -78,46 +82,54 @@ class EmbMLPKernel:
                 E, w1, b1, W2, b2 = (p.detach() for p in model.parameters())
                 for view, value in zip(self.params, (E, w1.view(m, B, d).transpose(0, 1), b1, W2, b2)):
                     view[k].copy_(value)
-        self.optimizer = make_optimizer(optimizer, [self.theta], lr)
+        self.optimizer_name, self.lr = optimizer, lr
+        # Adam's state, as torch.optim.Adam keeps it: moments like theta and a float step counter
+        self.moments = (torch.zeros_like(self.theta), torch.zeros_like(self.theta))
+        self.step_count = torch.zeros((), device=device)
+        self.fused = device.type in ("cpu", "cuda")
         self.activation_name, self.activation = m0.activation, ACTIVATIONS[m0.activation]
         self.member_offset = torch.arange(K, device=device).view(K, 1, 1) * V
         self._buffers = None
         self.block = torch.arange(L, device=device) if B > 1 else torch.zeros(L, dtype=torch.long, device=device)
 
-    def _rows(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Row of P (the members' tables stacked) for tokens [k, n, L]: LongTensor[k * n, L]."""
-        return ((self.member_offset[: tokens.shape[0]] + tokens) * self.B + self.block).flatten(0, 1)
+    def prepare(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The arguments of :meth:`step` for a chunk of S steps, tokens LongTensor[S, K, n, L] and labels
+        LongTensor[S, K, n]: the rows of P each sequence sums, LongTensor[S, K*n, L] (P holds the members' tables
+        stacked, row ``(k V + v) B + block``), the same rows by position, LongTensor[S, L, K*n] (contiguous, for
+        the scatter-adds), and the labels as LongTensor[S, K, 1, n]."""
+        rows = ((self.member_offset + tokens) * self.B + self.block).flatten(1, 2)
+        return rows, rows.transpose(1, 2).contiguous(), labels[:, :, None]
 
-    def _forward(self, tokens: torch.Tensor, out: torch.Tensor):
-        """The training step's first layer for tokens [K, n, L]: pre-activations [K, n, m] and the rows of P used
-        (P = E W1^T, Tensor[K, V, B*m], written into ``out``). ``EmbMLP.logits`` computes the same thing per
-        model (``tests/test_ensemble.py`` checks the two engines train the same runs)."""
+    def _forward(self, rows: torch.Tensor, n: int, out: torch.Tensor) -> torch.Tensor:
+        """The training step's first layer for sequences of P's ``rows`` (LongTensor[K*n, L]): pre-activations
+        [K, n, m] (P = E W1^T, Tensor[K, V, B*m], is written into ``out``). ``EmbMLP.logits`` computes the same
+        thing per model (``tests/test_ensemble.py`` checks the two engines train the same runs)."""
         E, W1, b1 = self.params[:3]
-        k, n = tokens.shape[0], tokens.shape[1]
-        P = torch.bmm(E, W1.reshape(k, self.B * self.m, self.d).transpose(1, 2), out=out)  # [k, V, B*m]
+        P = torch.bmm(E, W1.reshape(self.K, self.B * self.m, self.d).transpose(1, 2), out=out)  # [K, V, B*m]
         if self.B > 1:  # the bias once per sequence: into position block 0's rows
             P[:, :, : self.m] += b1[:, None]
-        rows = self._rows(tokens)
-        pre = F.embedding_bag(rows, P.view(-1, self.m), mode="sum").view(k, n, self.m)
+        pre = F.embedding_bag(rows, P.view(-1, self.m), mode="sum").view(self.K, n, self.m)
         if self.B == 1:
             pre += b1[:, None]
-        return pre, rows
+        return pre
 
-    @torch.no_grad()
-    def step(self, tokens: torch.Tensor, labels: torch.Tensor) -> None:
+    def step(self, rows: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor) -> None:
+        """One training step of every member on one step's slice of :meth:`prepare` (no autograd: none of its
+        tensors requires a gradient)."""
         E, W1, b1, W2, b2 = self.params
         gE, gW1, gb1, gW2, gb2 = self.grads
-        K, V, B, m, d, n = self.K, self.V, self.B, self.m, self.d, tokens.shape[1]
+        K, V, B, m, d, n = self.K, self.V, self.B, self.m, self.d, labels.shape[-1]
         if self._buffers is None or self._buffers[1].shape[1] != n:
-            device = tokens.device
-            self._buffers = (torch.empty(K, V, B * m, device=device), torch.empty(K, n, m, device=device))
-        P, dh = self._buffers
-        pre, rows = self._forward(tokens, out=P)
+            device = rows.device
+            self._buffers = (torch.empty(K, V, B * m, device=device), torch.empty(K, n, m, device=device),
+                             torch.full((K, 1, n), -1.0, device=device))
+        P, dh, minus_one = self._buffers
+        pre = self._forward(rows, n, out=P)
         hidden = self.activation(pre)
         # logits transposed, [K, C, n]: softmax over C then runs along contiguous rows of n (faster for small C)
         logits_t = torch.baddbmm(b2[:, :, None], W2, hidden.transpose(1, 2))
         dz = torch.softmax(logits_t, 1)
-        dz.scatter_add_(1, labels[:, None, :], torch.full_like(dz[:, :1], -1.0)).div_(n)  # d(mean CE)/dz
+        dz.scatter_add_(1, labels, minus_one).div_(n)  # d(mean CE)/dz
         if self.trainable[3]:
             torch.bmm(dz, hidden, out=gW2)
         if self.trainable[4]:
@@ -129,13 +141,22 @@ class EmbMLPKernel:
         dP = P.zero_().view(K * V * B, m)  # P is not needed any more
         flat = dpre.reshape(K * n, m)
         for i in range(self.L):  # one scatter-add per position
-            dP.index_add_(0, rows[:, i], flat)
+            dP.index_add_(0, positions[i], flat)
         dP = dP.view(K, V, B * m)
         if self.trainable[1]:
             torch.bmm(dP.transpose(1, 2), E, out=gW1.view(K, B * m, d))
         if self.trainable[0]:
             torch.bmm(dP, W1.view(K, B * m, d), out=gE)
-        self.optimizer.step()
+        self._update()
+
+    def _update(self) -> None:
+        """torch.optim's update of the flat buffer from its gradient: Adam (fused where the device has it) or SGD."""
+        if self.optimizer_name == "sgd":
+            self.theta.sub_(self.theta.grad, alpha=self.lr)  # torch.optim.SGD without momentum
+            return
+        adam([self.theta], [self.theta.grad], [self.moments[0]], [self.moments[1]], [],
+             [self.step_count], fused=self.fused or None, lr=self.lr, amsgrad=False, maximize=False,
+             **ADAM_DEFAULTS)
 
     def member_parameters(self, k: int) -> dict[str, torch.Tensor]:
         """Member ``k``'s parameters in its model's own names and shapes (views of the flat buffer, except the

@@ -17,7 +17,8 @@ __all__ = ["Engine", "Records", "run", "show_progress"]
 class Engine(Protocol):
     """K models being trained together (see :mod:`staircase_lib.training.batched`)."""
 
-    def step(self, tokens: torch.Tensor, labels: torch.Tensor) -> None: ...
+    def prepare(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]: ...
+    def step(self, *batch: torch.Tensor) -> None: ...
     def evaluate(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
     def embeddings(self) -> torch.Tensor: ...
     def snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]: ...
@@ -62,7 +63,8 @@ def nonfinite_loss(who: str, value: float, step: int, lr: float) -> FloatingPoin
 def run(engine: Engine, stream, steps: int, marks: list[int], evaluation: tuple[torch.Tensor, torch.Tensor],
         probes: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: float, progress: bool | None,
         describe_member=lambda k: "loss") -> Records:
-    """Take ``steps`` optimizer steps on ``stream.next()`` batches, recording at every step in ``marks``.
+    """Take ``steps`` optimizer steps on ``stream.next()`` batches (``engine.prepare``'s per-step arguments),
+    recording at every step in ``marks``.
 
     At a mark: every member's loss and accuracy on ``evaluation`` (tokens [K, N, L], labels) and on each
     probe, its embeddings, and the model's snapshot (e.g. attention maps). A NaN or infinite loss raises
