@@ -8,8 +8,9 @@ batch 512, the staircase task with strengths (0.15, 0.25, 0.55), on the CPU.
    ``nn.Module`` with concat + ``nn.Linear``, ``torch.optim.Adam(fused=True)``, no DataLoader; batches sliced
    from a pre-sampled tensor, or drawn with ``task.sample`` every step) and of the previous bench's
    ``DataLoader`` loop; the library at ``STAIRCASE_THREADS=2`` too;
-2. the previous engine (commit ``f6c941f``, checked out in a temporary ``git worktree``) side by side with the
-   new one, for one run and for the 16-member ensemble;
+2. two earlier libraries, each checked out in a temporary ``git worktree``, side by side with this one, for one
+   run and for the 16-member ensemble: the previous engine (commit ``f6c941f``, before issue 12's rewrite) and the
+   library issue 24's consolidation started from (``fe41b23``);
 3. the 16-member ensemble against 16 sequential ``train`` runs, and the FLOP ceiling of one step;
 4. every chapter: time alone, peak memory, and time with one CPU-bound process beside it.
 
@@ -39,7 +40,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "worker.py"
-OLD_COMMIT = "f6c941f"
+OLD_COMMIT = "f6c941f"  # the engine before issue 12's rewrite
+START_COMMIT = "fe41b23"  # the library on the day issue 24 (one home per computation) was filed
 
 ARCH = dict(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, activation="gelu")
 BATCH = 512
@@ -47,6 +49,7 @@ THREADS = 1  # the library's default (staircase_lib.runtime.training_threads); t
 
 # targets of issue 12
 TARGET_VS_OLD = 1.3  # new ms/step over old ms/step (one run, and the 16-member ensemble), at most
+TARGET_VS_START = 1.1  # issue 24: new ms/step over that of the library it started from (both runs), at most
 TARGET_VS_PLAIN = 2.0  # plain loop ms/step over the library's, at least
 TARGET_KERNEL_KEEP = 1.3  # delete the hand-written backward if autograd comes within this factor
 TARGET_SEQUENTIAL = 1.5  # 16 sequential runs over one ensemble of 16, at least
@@ -146,6 +149,7 @@ LOOP_CONTENDERS = {
                        "plain loop as above, model wrapped in `torch.compile` (compilation not timed)"),
     "dataloader": ("new", {"what": "dataloader"}, "previous reference: `DataLoader` + `Adam` (not fused)"),
     "old": ("old", {"what": "library"}, f"previous engine (`{OLD_COMMIT}`): `train`"),
+    "start": ("start", {"what": "library"}, f"the library issue 24 started from (`{START_COMMIT}`): `train`"),
     "kernel_2t": ("new2", {"what": "library"}, "`train`, default engine, `STAIRCASE_THREADS=2` (2 threads; "
                   "fewer steps and repeats, see below)"),
 }
@@ -215,15 +219,17 @@ class EnsembleResult:
         s, e = self.sequential.get(engine), self.ensemble.get(engine)
         return _median([a / b for a, b in zip(s, e)]) if s and e else float("nan")
 
-    def new_over_old(self, kind: str = "ensemble") -> float:
-        new, old = getattr(self, kind).get("new"), getattr(self, kind).get("old")
+    def new_over_old(self, kind: str = "ensemble", reference: str = "old") -> float:
+        """Median over repeats of the new engine's time over ``reference``'s (``"old"`` or ``"start"``)."""
+        new, old = getattr(self, kind).get("new"), getattr(self, kind).get(reference)
         return _median([a / b for a, b in zip(new, old)]) if new and old else float("nan")
 
 
 def measure_ensemble(workers: dict[str, Worker], k: int = 16, steps: int = 300, repeats: int = 5,
                      arch: dict = ARCH) -> EnsembleResult:
-    """For the new engine and (if its worker exists) the old one: K sequential runs and one ensemble of K."""
-    engines = [e for e in ("new", "old") if e in workers]
+    """For the new engine and (where their workers exist) the earlier ones: K sequential runs and one ensemble of
+    K."""
+    engines = [e for e in ("new", "old", "start") if e in workers]
     result = EnsembleResult(k, steps, repeats, {e: [] for e in engines}, {e: [] for e in engines})
     jobs = [(kind, e) for kind in ("sequential", "ensemble") for e in engines]
     for e in engines:
@@ -440,6 +446,11 @@ def targets(loops: LoopResult | None, ensemble: EnsembleResult | None,
             r = loops.ratio("kernel", "old")
             rows.append((f"one run: new engine ms/step <= {TARGET_VS_OLD:g}x the old engine's",
                          f"{r:.2f}x ({loops.ms('kernel'):.2f} vs {loops.ms('old'):.2f} ms/step)", r <= TARGET_VS_OLD))
+        if loops.seconds.get("start"):
+            r = loops.ratio("kernel", "start")
+            rows.append((f"one run: ms/step <= {TARGET_VS_START:g}x that of the library issue 24 started from",
+                         f"{r:.2f}x ({loops.ms('kernel'):.2f} vs {loops.ms('start'):.2f} ms/step)",
+                         r <= TARGET_VS_START))
         r = loops.ratio(loops.plain, "kernel")
         rows.append((f"one run: library >= {TARGET_VS_PLAIN:g}x faster than the plain loop (the faster variant)",
                      f"{r:.2f}x ({loops.ms(loops.plain):.2f} vs {loops.ms('kernel'):.2f} ms/step)",
@@ -464,6 +475,11 @@ def targets(loops: LoopResult | None, ensemble: EnsembleResult | None,
             rows.append((f"ensemble of {ensemble.k}: new ms/step <= {TARGET_VS_OLD:g}x the old engine's",
                          f"{r:.2f}x ({ensemble.ms('ensemble', 'new'):.2f} vs {ensemble.ms('ensemble', 'old'):.2f} "
                          "ms/step)", r <= TARGET_VS_OLD))
+        if ensemble.ensemble.get("start"):
+            r = ensemble.new_over_old("ensemble", "start")
+            rows.append((f"ensemble of {ensemble.k}: ms/step <= {TARGET_VS_START:g}x that of the library issue 24 "
+                         "started from", f"{r:.2f}x ({ensemble.ms('ensemble', 'new'):.2f} vs "
+                         f"{ensemble.ms('ensemble', 'start'):.2f} ms/step)", r <= TARGET_VS_START))
         r = ensemble.sequential_over_ensemble("new")
         rows.append((f"ensemble of {ensemble.k} >= {TARGET_SEQUENTIAL:g}x faster than {ensemble.k} sequential runs",
                      f"{r:.2f}x", r >= TARGET_SEQUENTIAL))
@@ -512,7 +528,7 @@ def render(loops: LoopResult | None, ensemble: EnsembleResult | None, chapters: 
             out += ["", f"The 2-thread row (`{name}`): {n} steps per run, median of {len(loops.seconds[name])} runs "
                     "(at 2 threads a step is many times slower on a loaded machine, so it gets fewer steps)."]
         if old_note:
-            out += ["", f"Previous engine: {old_note}."]
+            out += ["", f"Earlier libraries: {old_note}."]
     if ensemble is not None:
         e = ensemble
         out += ["", f"## 2. Ensemble of {e.k} ({e.steps} steps per run, median of {e.repeats} repeats)", "",
@@ -520,15 +536,20 @@ def render(loops: LoopResult | None, ensemble: EnsembleResult | None, chapters: 
                 "time over the steps (all members together).", "",
                 f"| engine | {e.k} sequential `train` runs, ms/step | one `train_ensemble` of {e.k}, ms/step | "
                 "sequential over ensemble |", "|---|---:|---:|---:|"]
+        labels = {"new": "new (this tree)", "old": f"old (`{OLD_COMMIT}`)",
+                  "start": f"issue 24's start (`{START_COMMIT}`)"}
         for engine in e.ensemble:
-            label = "new (this tree)" if engine == "new" else f"old (`{OLD_COMMIT}`)"
+            label = labels[engine]
             out.append(f"| {label} | {e.ms('sequential', engine):.2f} | {e.ms('ensemble', engine):.2f} | "
                        f"{e.sequential_over_ensemble(engine):.2f}x |")
         if e.ensemble.get("old"):
             out += ["", f"New over old: one ensemble **{e.new_over_old('ensemble'):.2f}x**, "
                     f"{e.k} sequential runs {e.new_over_old('sequential'):.2f}x."]
-        elif old_note:
-            out += ["", f"Previous engine: {old_note}."]
+        if e.ensemble.get("start"):
+            out += ["", f"New over issue 24's start: one ensemble **{e.new_over_old('ensemble', 'start'):.2f}x**, "
+                    f"{e.k} sequential runs {e.new_over_old('sequential', 'start'):.2f}x."]
+        if old_note and not e.ensemble.get("old"):
+            out += ["", f"Earlier libraries: {old_note}."]
     if matmul is not None and (loops is not None or ensemble is not None):
         one = step_flops()
         total = sum(one.values())
@@ -614,6 +635,11 @@ def explain_misses(loops: LoopResult | None, ensemble: EnsembleResult | None, ch
             a, b = loops.seconds.get(top) or [], loops.seconds.get(bottom) or []
             return [x / y for x, y in zip(a, b)]
 
+        texts["issue 24 started from"] = (
+            f"this tree took {loops.ms('kernel'):.3f} ms/step and the library issue 24 started from "
+            f"{loops.ms('start'):.3f}, at one thread each, alternating in this run "
+            f"({_spread(ratios('kernel', 'start'))}; {load}). The bench times whole `train` calls and does not "
+            "split a step into parts.")
         texts["new engine ms/step"] = (
             f"the new engine took {loops.ms('kernel'):.3f} ms/step and the old one {loops.ms('old'):.3f}, at one "
             f"thread each, alternating in this run ({_spread(ratios('kernel', 'old'))}; {load}). Both are far above "
@@ -641,6 +667,12 @@ def explain_misses(loops: LoopResult | None, ensemble: EnsembleResult | None, ch
             a, b = getattr(ensemble, kind_a).get(engine_a) or [], getattr(ensemble, kind_b).get(engine_b) or []
             return [x / y for x, y in zip(a, b)]
 
+        if ensemble.ensemble.get("start"):
+            texts.setdefault("issue 24 started from", "")
+            texts["issue 24 started from"] += (
+                f" The ensemble of {ensemble.k} took {ensemble.ms('ensemble', 'new'):.2f} ms/step here and "
+                f"{ensemble.ms('ensemble', 'start'):.2f} there "
+                f"({_spread(eratios('new', 'ensemble', 'start', 'ensemble'))}).")
         if ensemble.ensemble.get("old"):
             texts["new ms/step <= "] = (
                 f"the new ensemble of {ensemble.k} took {ensemble.ms('ensemble', 'new'):.2f} ms/step and the old "
@@ -681,7 +713,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="notebooks to execute (default: chapters/[0-9][0-9]_*.ipynb)")
     parser.add_argument("--no-load", action="store_true", help="skip the chapters' runs under load")
     parser.add_argument("--old-commit", default=OLD_COMMIT)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["loops", "ensemble", "old", "chapters"])
+    parser.add_argument("--start-commit", default=START_COMMIT, help="the library issue 24 started from")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["loops", "ensemble", "old", "chapters"],
+                        help="old: both earlier libraries")
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
     parser.add_argument("--time-budget", type=float, default=1800,
                         help="seconds; no chapter is started after it is spent (they are reported as not measured)")
@@ -704,16 +738,20 @@ def main(argv: list[str] | None = None) -> int:
         return [(name, value) for name, value, ok in targets(loops, ensemble, chapters) if not ok]
 
     need_workers = not {"loops", "ensemble"} <= set(args.skip)
-    with OldTree(args.old_commit) if need_workers and "old" not in args.skip else _Nothing() as old:
+    earlier = need_workers and "old" not in args.skip
+    with OldTree(args.old_commit) if earlier else _Nothing() as old, \
+            OldTree(args.start_commit) if earlier else _Nothing() as start:
         workers: dict[str, Worker] = {}
         try:
             if need_workers:
                 workers["new"] = Worker("new", ROOT)
                 workers["new2"] = Worker("new2", ROOT, threads=2, env={"STAIRCASE_THREADS": "2"})
                 info = workers["new"].info
-                old_note = old_engine_note(old, "old" in args.skip)
-                if "old" not in args.skip and old.path is not None:
-                    workers["old"] = Worker("old", old.path)
+                old_note = "; ".join(f"{name}, {old_engine_note(tree, 'old' in args.skip)}" for name, tree in
+                                     (("previous engine", old), ("issue 24's start", start)))
+                for name, tree in (("old", old), ("start", start)):
+                    if "old" not in args.skip and tree.path is not None:
+                        workers[name] = Worker(name, tree.path)
                 matmul = workers["new"].call("matmul")
                 print(f"bench: matmul {matmul['best']:.1f} GFLOP/s on 1 thread", flush=True)
             if "loops" not in args.skip:

@@ -20,8 +20,8 @@ def bench():
 
 @pytest.fixture(scope="module")
 def workers(bench):
-    """Two workers on this tree: "new" and one standing in for the old engine (the protocol is the same)."""
-    made = {"new": bench.Worker("new", ROOT), "old": bench.Worker("old", ROOT)}
+    """Workers on this tree: "new", and two standing in for the earlier libraries (the protocol is the same)."""
+    made = {"new": bench.Worker("new", ROOT), "old": bench.Worker("old", ROOT), "start": bench.Worker("start", ROOT)}
     yield made
     for worker in made.values():
         worker.close()
@@ -39,11 +39,12 @@ def test_worker_imports_the_library_from_its_tree_and_runs_on_its_threads(bench,
 def test_loops_alternate_every_contender_and_compare_with_the_old_engine(bench, workers):
     loops = bench.measure_loops(workers, steps=3, repeats=2, arch=TINY)
     assert set(loops.seconds) == {"kernel", "autograd", "plain_presampled", "plain_per_step", "plain_compiled",
-                                  "dataloader", "old"}
+                                  "dataloader", "old", "start"}
     assert all(len(v) == 2 and min(v) > 0 for v in loops.seconds.values())
     assert loops.plain in ("plain_presampled", "plain_per_step")
     names = [name for name, _, _ in bench.targets(loops, None, None)]
     assert any("old engine" in n for n in names) and any("plain loop" in n for n in names)
+    assert any("issue 24 started from" in n for n in names)
 
 
 def test_two_thread_rows_get_their_own_steps_and_repeats(bench, workers):
@@ -54,10 +55,10 @@ def test_two_thread_rows_get_their_own_steps_and_repeats(bench, workers):
 
 def test_ensemble_against_sequential_runs_old_and_new(bench, workers):
     result = bench.measure_ensemble(workers, k=2, steps=3, repeats=2, arch=TINY)
-    for engine in ("new", "old"):
+    for engine in ("new", "old", "start"):
         assert len(result.sequential[engine]) == len(result.ensemble[engine]) == 2
         assert result.sequential_over_ensemble(engine) > 0
-    assert result.new_over_old() > 0
+    assert result.new_over_old() > 0 and result.new_over_old("sequential", "start") > 0
     answer = workers["new"].call("sequential", k=2, steps=2, arch=TINY)
     assert len(answer["each"]) == 2 and answer["seconds"] == pytest.approx(sum(answer["each"]))
 
@@ -125,9 +126,10 @@ def test_busy_process_runs_only_inside_its_block(bench):
 
 def test_targets_met_and_missed(bench):
     loops = bench.LoopResult(10, 2, {"kernel": [0.010, 0.012], "old": [0.010, 0.010], "plain_presampled": [0.03, 0.03],
-                                     "plain_per_step": [0.04, 0.04], "dataloader": [0.1, 0.1]})
-    ensemble = bench.EnsembleResult(16, 10, 2, {"new": [1.6, 1.6], "old": [1.6, 1.6]},
-                                    {"new": [0.3, 0.5], "old": [0.2, 0.2]})
+                                     "plain_per_step": [0.04, 0.04], "dataloader": [0.1, 0.1],
+                                     "start": [0.0095, 0.0115]})
+    ensemble = bench.EnsembleResult(16, 10, 2, {"new": [1.6, 1.6], "old": [1.6, 1.6], "start": [1.6, 1.6]},
+                                    {"new": [0.3, 0.5], "old": [0.2, 0.2], "start": [0.25, 0.45]})
     ok = bench.ChapterResult("01_ok", bench.ChapterRun(10.0, 100 * 2**20, None, 5),
                              bench.ChapterRun(12.0, 100 * 2**20, None, 5))
     slow = bench.ChapterResult("02_slow", bench.ChapterRun(70.0, 3 * 2**30, None, 5),
@@ -140,11 +142,14 @@ def test_targets_met_and_missed(bench):
     assert met["one run: library >= 2x faster than the plain loop (the faster variant)"] is True  # 2.73x
     assert met["ensemble of 16: new ms/step <= 1.3x the old engine's"] is False  # 2x
     assert met["ensemble of 16 >= 1.5x faster than 16 sequential runs"] is True  # 4.2x
+    assert met["one run: ms/step <= 1.1x that of the library issue 24 started from"] is True  # 1.05x
+    assert met["ensemble of 16: ms/step <= 1.1x that of the library issue 24 started from"] is False  # 1.16x
     assert [flag for name, flag in met.items() if name.startswith("01_ok")] == [True, True, True]
     assert [flag for name, flag in met.items() if name.startswith("02_slow")] == [False, False, False]
     assert [flag for name, flag in met.items() if name.startswith("03_failed")] == [False, False, True]
 
     loops.seconds["kernel"] = [0.02, 0.02]  # 2x the old engine and 1.5x faster than the plain loop: both missed
+    del loops.seconds["start"]
     met = {name: flag for name, _, flag in bench.targets(loops, None, None)}
     assert list(met.values()) == [False, False]
 
@@ -199,5 +204,6 @@ def test_an_unreachable_old_commit_is_a_line_not_a_failure(bench):
                                      "dataloader": [0.1]})
     ensemble = bench.EnsembleResult(16, 10, 1, {"new": [1.6]}, {"new": [0.3]})
     text = bench.render(loops, ensemble, None, None, note)
-    assert f"Previous engine: {note}." in text
-    assert "old engine" not in text.split("## Targets")[1] and "All targets met." in text
+    assert f"Earlier libraries: {note}." in text
+    targets = text.split("## Targets")[1]
+    assert "old engine" not in targets and "issue 24" not in targets and "All targets met." in targets
