@@ -170,6 +170,15 @@ def test_last_stair_outcomes_count_both_resting_places_and_fail_in_between_or_pa
     assert not ch4.last_stair_outcomes([STEPS], [still_on_level_2], PARITY, LEVELS[3])
     passing = ladder_loss(PARITY, t2=13_900)  # reaches the level only at the last records: no rest
     assert not ch4.last_stair_outcomes([STEPS], [passing], PARITY, LEVELS[3])
+    # the Bayes loss is the floor: a run that arrives there only at its last records has ended there
+    arriving = ladder_loss(LEVELS[3], t2=11_000)  # in the Bayes band for its last 0.03 decades
+    assert float(arriving[-1]) - LEVELS[3] < (PARITY - LEVELS[3]) / 3
+    late = ch4.last_stair_outcomes([STEPS] * 4, runs + [arriving], PARITY, LEVELS[3])
+    assert late and late.numbers["Bayes runs that arrived in the last records"] == 1, late
+    assert late.numbers["dwell (decades)"][-1] < 0.08
+    # ... but one still above the Bayes band at the end has not
+    above = ladder_loss(LEVELS[3], t2=12_500)  # still coming down, above the Bayes band at the end
+    assert not ch4.last_stair_outcomes([STEPS], [above], PARITY, LEVELS[3])
 
 
 def test_the_recorded_runs_and_the_sweep_end_at_both_places_with_matching_embeddings():
