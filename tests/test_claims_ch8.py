@@ -231,6 +231,22 @@ def test_the_claims_hold_on_recorded_seeds_the_chapter_does_not_use():
         assert not ch8.rises_after(steps, curves["bigram"], chance["bigram"], t)
 
 
+def test_attention_stays_uniform_through_the_bigram_stair_at_small_init_only():
+    """Holds on every recorded small-initialization run (seeds 3 and 4 are not on the page) and fails at
+    gamma 0.25, whose attention is selective before its bigram stair, on a curve that drops before the stair,
+    and without a stair."""
+    for name, gamma, holds in (("ch8_real_text", 1.0, True), ("ch8_real_text_large_init", 0.25, False)):
+        _, steps, runs = _recorded(name, gamma)
+        for run in runs:
+            stair = sl.metrics.stair_time(steps, torch.tensor(run["cka_bigram"]), window=3)
+            claim = ch8.attention_uniform_through(steps, torch.tensor(run["attention_entropy"][0]), stair)
+            assert bool(claim) is holds, (name, run["seed"], claim)
+    drops = torch.where(TEXT_STEPS < 100, 1.0, 0.9)
+    assert not ch8.attention_uniform_through(TEXT_STEPS, drops, 150)
+    assert ch8.attention_uniform_through(TEXT_STEPS, drops, 90)
+    assert not ch8.attention_uniform_through(TEXT_STEPS, torch.ones(len(TEXT_STEPS)), None)
+
+
 def test_large_init_runs_learn_without_a_plateau():
     result, steps, _ = _recorded("ch8_real_text", 1.0)
     unigram = result["levels"]["unigram"]

@@ -21,7 +21,7 @@ from .base import Claim
 __all__ = ["plateau_on_unigram", "bigram_first_and_highest", "rises_after", "in_every_run",
            "bigram_blind_to_class", "pos_then_class", "entropy_drop_near_class_stair",
            "bigram_alignment_first", "persistence_lifts_class", "no_plateau_at_large_init",
-           "pos_transient"]
+           "pos_transient", "attention_uniform_through"]
 
 
 def bigram_blind_to_class(rows: torch.Tensor, pos: torch.Tensor, cls: torch.Tensor,
@@ -186,6 +186,20 @@ def rises_after(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: 
     holds = at <= at_most and end - at >= max(min_rise, at)
     return Claim(f"<= {at_most:g} above chance at the bigram stair, then gains >= {min_rise:g} (and more than "
                  "it had)", holds, {"at_bigram_stair": at, "end": end, "gain": end - at})
+
+
+def attention_uniform_through(steps: torch.Tensor, entropy: torch.Tensor, stair: int | None,
+                              min_entropy: float = 0.98) -> Claim:
+    """Attention stays (nearly) uniform through the bigram stair: the mean normalized attention entropy
+    (Tensor[T] on ``steps``; 1 = uniform rows, 0 = every query on one word) is at least ``min_entropy`` at
+    every record up to step ``stair``. No bigram stair (``stair=None``): censored, fails."""
+    entropy = torch.as_tensor(entropy).double()
+    if stair is None:
+        return Claim(f"attention entropy >= {min_entropy:g} up to the bigram stair (censored)", False,
+                     {"stair": None})
+    lowest = float(entropy[steps <= stair].min())
+    return Claim(f"attention entropy >= {min_entropy:g} at every record up to the bigram stair",
+                 lowest >= min_entropy, {"stair": stair, "lowest_up_to_stair": lowest})
 
 
 def in_every_run(claims: Sequence[Claim], name: str, need: int | None = None) -> Claim:
