@@ -8,6 +8,11 @@ Which seeds run, and what each run records: the recorder's docstring.
 Regenerate the shipped result (about eight minutes on a 2-core CPU):
 
     python scripts/ch5_attention.py --out staircase_lib/data/ch5_attention.json
+
+``--control`` records the saturation trap's control instead (``sl.recordings.ch5.trap_control``: ``--seeds`` runs
+of the forward task with the pair partner at the readout; about three minutes):
+
+    python scripts/ch5_attention.py --control --seeds 4 --out staircase_lib/data/ch5_trap_control.json
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-size", type=int, default=2048)
     p.add_argument("--records-per-decade", type=int, default=40)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--control", action="store_true", help="record the saturation trap's control")
     p.add_argument("--out", type=Path, default=Path("ch5_attention.json"), help="result file (JSON)")
     args = p.parse_args(argv)
     for name in ("seeds", "d_embed", "steps", "batch_size", "eval_size", "records_per_decade"):
@@ -41,8 +47,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    settings = {k: v for k, v in vars(args).items() if k != "out"}
-    result = sl.recordings.ch5.attention(**settings)
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "control")}
+    recorder = sl.recordings.ch5.trap_control if args.control else sl.recordings.ch5.attention
+    result = recorder(**settings)
     result["config"]["out"] = str(args.out)
     sl.results.save(result, args.out)
     return result

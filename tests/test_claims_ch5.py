@@ -100,6 +100,27 @@ def test_saturation_trap_fails_on_runs_that_escape_or_never_collapse():
     assert not ch5.saturation_trap(steps, [collapsed] * 3, [1.36] * 3, [1.36, 1.13, 1.11], LEVELS)
 
 
+def test_collapse_without_trap_holds_on_the_control_and_fails_on_both_tasks():
+    """The recorded control runs (the pair partner at the readout) collapse early and get through the pair stair;
+    the forward runs collapse early but most stay trapped, and the reversed runs do not collapse early."""
+    control, main = sl.recordings.obtain("ch5_trap_control", live=False), sl.recordings.obtain("ch5_attention",
+                                                                                             live=False)
+    levels = torch.as_tensor(control.levels)
+    def claim(runs, steps):
+        return ch5.collapse_without_trap(steps, [r.entropy for r in runs], [float(r.loss[-1]) for r in runs],
+                                         levels)
+    holds = claim(control.runs, control.steps)
+    assert holds and holds.numbers["through"] == f"{len(control.runs)} of {len(control.runs)}", holds
+    forward, reversed_runs = main.select(task="forward"), main.select(task="reversed")
+    assert not claim(forward, main.steps), "the trapped forward runs must fail"
+    assert not claim(reversed_runs, main.steps), "the reversed runs collapse late and must fail"
+    collapsed, uniform = T([1.0] * 7 + [0.05] * 6), T([1.0] * 11 + [0.2, 0.1])
+    assert ch5.collapse_without_trap(_steps(), [collapsed] * 2, [1.10, 1.12], LEVELS)
+    assert not ch5.collapse_without_trap(_steps(), [collapsed, uniform], [1.10, 1.12], LEVELS)
+    assert not ch5.collapse_without_trap(_steps(), [collapsed] * 2, [1.10, 1.30], LEVELS)  # one trapped
+    assert not ch5.collapse_without_trap(_steps(), [], [], LEVELS)
+
+
 def test_saturation_trap_with_stated_counts_asserts_exactly_those_counts():
     steps = _steps()
     collapsed = T([1.0] * 7 + [0.05] * 6)

@@ -16,6 +16,7 @@ from staircase_lib import recordings, results, runtime
 SHORT = [
     ("ch4_staircase", {"steps": 150, "seeds": [0]}),
     ("ch5_attention", {"steps": 100, "seeds": 1}),
+    ("ch5_trap_control", {"steps": 100, "seeds": 1}),
     ("ch6_transplant", {"steps": 100, "seeds": [0]}),
     ("ch8_real_text", {"steps": 30, "seeds": 1}),
     ("ch9_seeds", {"steps": 100, "seeds": [0]}),

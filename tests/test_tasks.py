@@ -347,3 +347,35 @@ def test_level_loss_std_is_the_spread_of_a_sampled_level_model():
     assert task.level_loss_std(0) == pytest.approx(0.0, abs=1e-6)
     with pytest.raises(ValueError, match=r"k must be a level index in 0..3, got 4"):
         task.level_loss_std(4)
+
+
+# ----- reading order ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("order", [(2, 1, 0), (0, 2, 1), (1, 0, 2)])
+def test_a_reading_order_is_the_forward_task_on_permuted_positions(order):
+    """The rules read position ``order[i]`` as x_i: labels, samples and the exact conditionals are the forward
+    task's on the permuted positions; (2, 1, 0) is reverse=True."""
+    strengths = (0.15, 0.45, 0.35)
+    task, forward = StaircaseTask(strengths, reading_order=order), StaircaseTask(strengths)
+    tokens = torch.randint(64, (500, 3), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(task.rule_labels(tokens), forward.rule_labels(tokens[:, list(order)]))
+    batch = task.sample(2000, torch.Generator().manual_seed(1))
+    assert torch.equal(batch.tokens, forward.sample(2000, torch.Generator().manual_seed(1)).tokens)  # same draws
+    fires = task.rule_labels(batch.tokens)
+    assert (batch.labels[:, None] == fires).any(1).float().mean() > 0.9  # most labels are some rule's
+    for positions in ([0], [2], [0, 2], [1, 2]):
+        read = [order.index(p) for p in positions]
+        torch.testing.assert_close(task.conditional_label_distribution(positions),
+                                   forward.conditional_label_distribution(read))
+    assert task.reverse == (order == (2, 1, 0))
+    if order == (2, 1, 0):
+        assert torch.equal(task.sample(300, torch.Generator().manual_seed(2)).labels,
+                           StaircaseTask(strengths, reverse=True).sample(300, torch.Generator().manual_seed(2)).labels)
+    assert f"reading_order={order}" in repr(task) or task.reverse
+
+
+@pytest.mark.parametrize("bad", [(0, 1), (0, 0, 1), (0, 1, 3), "012", (True, 0, 2), 3])
+def test_a_reading_order_must_order_the_three_positions(bad):
+    with pytest.raises(ValueError, match="reading_order"):
+        StaircaseTask(reading_order=bad)
+    with pytest.raises(ValueError, match="reverse=True"):
+        StaircaseTask(reverse=True, reading_order=(0, 2, 1))

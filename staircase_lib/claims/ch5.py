@@ -14,8 +14,9 @@ from ..metrics import cosine as cosine_between, crossing_time
 from .base import Claim, reproduces, table  # table: kept as ch5.table for the chapter
 
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
-           "bag_of_tokens_first", "entropy_drops_with_pair_stair", "saturation_trap", "live_reproduces_recorded",
-           "pair_progress", "pair_stair_stalls", "growth_time", "value_path_before_query_key", "table"]
+           "bag_of_tokens_first", "entropy_drops_with_pair_stair", "saturation_trap", "collapse_without_trap",
+           "live_reproduces_recorded", "pair_progress", "pair_stair_stalls", "growth_time",
+           "value_path_before_query_key", "table"]
 
 
 def mean_pooling_at_init(gammas: Sequence[float], deviations: Sequence[float], d_embed: int,
@@ -135,6 +136,21 @@ def saturation_trap(steps: torch.Tensor, forward_entropy: Sequence[torch.Tensor]
     return Claim(f"entropy < {collapsed} by step {by} in every forward run; {forward_through} of {len(progress)} "
                  f"forward and {reversed_through} of {len(others)} reversed runs through the pair stair (> 1/2)",
                  holds, numbers)
+
+
+def collapse_without_trap(steps: torch.Tensor, entropy: Sequence[torch.Tensor], final_loss: Sequence[float],
+                          levels: torch.Tensor, by: int = 500, collapsed: float = 0.1) -> Claim:
+    """The saturation trap's control (the pair partner at the readout, the order-0 token still at a context
+    position): attention collapses as on the forward task (the readout's entropy ``< collapsed`` by step ``by``
+    in every run; ``entropy``: one Tensor[T] per run), and yet every run ends through the pair stair
+    (:func:`pair_progress` of its final loss above 1/2). So a collapsed attention row stalls the pair stair
+    only where the pair partner sits at another context position."""
+    early = [float(curve[steps <= by].min()) for curve in entropy]
+    progress = [float(pair_progress(float(loss), levels)) for loss in final_loss]
+    holds = bool(progress) and max(early) < collapsed and min(progress) > 0.5
+    return Claim(f"entropy < {collapsed} by step {by} in every run, and every run through the pair stair (> 1/2)",
+                 holds, {"min_entropy_early": early, "progress": progress,
+                         "through": f"{sum(p > 0.5 for p in progress)} of {len(progress)}"})
 
 
 def pair_stair_stalls(steps: torch.Tensor, losses: Sequence[torch.Tensor], levels: torch.Tensor,

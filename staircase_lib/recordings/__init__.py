@@ -20,6 +20,7 @@ RECORDERS: dict[str, Callable[..., dict]] = {
     **{name: ch4.sweep for name in ("ch4_init_sweep", "ch4_staircase", "ch4_gd_timing", "ch4_gd_escape",
                                     "ch4_new_seeds", "ch4_gd_escape_new_seeds", "ch4_activations", "ch4_linear")},
     "ch5_attention": ch5.attention,
+    "ch5_trap_control": ch5.trap_control,
     "ch6_transplant": ch6.transplant,
     **{name: ch8.real_text for name in ("ch8_real_text", "ch8_real_text_large_init", "ch8_real_text_tied",
                                         "ch8_real_text_long")},

@@ -12,6 +12,9 @@ For every run it records, on a log-spaced schedule, the loss on a fixed evaluati
 CKA) of the embeddings with the three pure kernels and with the pooled (bag-of-tokens) signature kernel, the
 batch-mean attention map of the one head, the normalized entropy of the readout query's attention row, and
 the Frobenius norms of the value-readout map ``W_U W_O W_V`` and of the query-key map ``W_Q^T W_K``.
+
+:func:`trap_control` records the same for the control of the saturation trap: the forward task with the order-0
+token still at position 0 and its pair partner moved to the readout (``reading_order=(0, 2, 1)``).
 """
 from __future__ import annotations
 
@@ -23,9 +26,11 @@ from .. import metrics, models, runtime, signatures, tasks, training
 from .._checks import check_positive_int
 from ..results import rounded
 
-__all__ = ["STRENGTHS", "RecordedAttentionModel", "attention", "model_seeds"]
+__all__ = ["STRENGTHS", "CONTROL_SEEDS", "RecordedAttentionModel", "attention", "model_seeds", "trap_control"]
 
 STRENGTHS = (0.15, 0.45, 0.35)
+CONTROL_SEEDS = 13
+"""The control runs' first model and data seed (13, 15, ...: none of :func:`attention`'s)."""
 
 
 class RecordedAttentionModel(models.AttentionModel):
@@ -71,14 +76,46 @@ def attention(*, seeds: int = 6, d_embed: int = 32, steps: int = 6000, lr: float
            "levels": reversed_task.loss_levels().tolist(), "step": runs[0].steps.tolist(), "runs": [],
            "train_seconds": time.time() - start}
     for k, run in enumerate(runs):
-        out["runs"].append({
-            "task": "reversed" if k < len(backward) else "forward", "seed": all_seeds[k],
-            "loss": rounded(run.loss, 5),
-            "cka": [rounded(metrics.alignment_curve(run.embeddings, K)) for K in kernels],
-            "cka_pooled": rounded(metrics.alignment_curve(run.embeddings, pooled_kernel)),
-            "attention": rounded(run.extras["attention"][:, 0, 0]),  # [T, L, L], layer 0, head 0
-            "entropy": rounded(run.extras["attention_entropy"][:, 0, 0, -1]),  # the readout query's row
-            "value_readout_norm": rounded(run.extras["value_readout_norm"], 6),
-            "query_key_norm": rounded(run.extras["query_key_norm"], 6),
-        })
+        out["runs"].append({"task": "reversed" if k < len(backward) else "forward", "seed": all_seeds[k],
+                            **_records(run, kernels, pooled_kernel)})
     return out
+
+
+def trap_control(*, seeds: int = 4, d_embed: int = 32, steps: int = 6000, lr: float = 1e-2, batch_size: int = 512,
+                 eval_size: int = 2048, records_per_decade: int = 40, device: str = "auto") -> dict:
+    """The saturation trap's control: ``seeds`` runs (model and data seeds 13, 15, ...) of :func:`attention`'s
+    models and settings on the forward task read in the order (0, 2, 1): the order-0 token at position 0, as in
+    the forward task, and its pair partner at the readout, as in the reversed task."""
+    check_positive_int("seeds", seeds)
+    task = tasks.StaircaseTask(strengths=STRENGTHS, reading_order=(0, 2, 1))
+    kernels = [task.kernel(order=k) for k in range(3)]
+    drives = signatures.exact_signature_drives(task).sum(0)
+    all_seeds = [CONTROL_SEEDS + 2 * i for i in range(seeds)]
+    members = [RecordedAttentionModel(64, 3, 4, d_embed=d_embed, gamma=1.0, seed=s) for s in all_seeds]
+    config = training.TrainConfig(steps=steps, lr=lr, batch_size=batch_size, record="log",
+                                  records_per_decade=records_per_decade, eval_size=eval_size, device=device,
+                                  progress=False)
+    start = time.time()
+    runs = training.train_ensemble(members, task, config, seeds=all_seeds)
+    settings = dict(seeds=seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
+                    eval_size=eval_size, records_per_decade=records_per_decade, device=device)
+    out = {"config": {**settings, "strengths": list(STRENGTHS), "reading_order": [0, 2, 1], "gamma": 1.0,
+                      "model_and_data_seeds": all_seeds, "device_used": str(runtime.resolve_device(device))},
+           "levels": task.loss_levels().tolist(), "step": runs[0].steps.tolist(),
+           "runs": [{"task": "partner at readout", "seed": s, **_records(run, kernels, drives @ drives.T)}
+                    for s, run in zip(all_seeds, runs)],
+           "train_seconds": time.time() - start}
+    return out
+
+
+def _records(run: training.History, kernels: list[torch.Tensor], pooled_kernel: torch.Tensor) -> dict:
+    """What a Chapter 5 run records (see the module docstring), rounded."""
+    return {
+        "loss": rounded(run.loss, 5),
+        "cka": [rounded(metrics.alignment_curve(run.embeddings, K)) for K in kernels],
+        "cka_pooled": rounded(metrics.alignment_curve(run.embeddings, pooled_kernel)),
+        "attention": rounded(run.extras["attention"][:, 0, 0]),  # [T, L, L], layer 0, head 0
+        "entropy": rounded(run.extras["attention_entropy"][:, 0, 0, -1]),  # the readout query's row
+        "value_readout_norm": rounded(run.extras["value_readout_norm"], 6),
+        "query_key_norm": rounded(run.extras["query_key_norm"], 6),
+    }

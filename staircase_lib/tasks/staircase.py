@@ -41,17 +41,30 @@ class StaircaseTask:
 
     Positions are 0-based, as everywhere in the course. With ``reverse=True`` every rule reads the
     sequence from the other end (order 0 acts on ``x_2``, order 1 on ``(x_2, x_1)``), which puts the
-    order-0 token at the readout position of a last-position attention model (Chapter 5).
+    order-0 token at the readout position of a last-position attention model (Chapter 5). More generally
+    ``reading_order`` names the positions the rules read as ``x_0, x_1, x_2`` (``reverse=True`` is
+    ``(2, 1, 0)``; ``(0, 2, 1)`` keeps the order-0 token at position 0 and moves its pair partner to the
+    readout, Chapter 5's control of the saturation trap).
     """
 
     seq_len = 3
     n_orders = 3
 
     def __init__(self, strengths: Sequence[float] = (0.15, 0.25, 0.55), attribute_size: int = 4, seed: int = 0,
-                 reverse: bool = False):
+                 reverse: bool = False, reading_order: Sequence[int] | None = None):
         self.strengths = _check_strengths(strengths, self.n_orders)
         check_bool("reverse", reverse)
-        self.reverse = reverse
+        implied = (2, 1, 0) if reverse else (0, 1, 2)
+        if reading_order is None:
+            reading_order = implied
+        elif (not isinstance(reading_order, (list, tuple)) or any(isinstance(p, bool) for p in reading_order)
+              or sorted(reading_order) != [0, 1, 2]):
+            raise ValueError(f"reading_order must be an order of the positions 0, 1, 2 (a tuple such as (0, 2, 1)), "
+                             f"got {reading_order!r}")
+        elif reverse and tuple(reading_order) != implied:
+            raise ValueError(f"reverse=True reads the positions as (2, 1, 0); got reading_order={reading_order!r} too")
+        self.reading_order = tuple(reading_order)
+        self.reverse = self.reading_order == (2, 1, 0)
         self.attribute_size = check_positive_int("attribute_size", attribute_size, minimum=2)
         check_nonnegative_int("seed", seed)
         self.seed = seed
@@ -59,8 +72,10 @@ class StaircaseTask:
         self._cumulative: dict[str, torch.Tensor] = {}  # cumulative strengths per device, built once
 
     def __repr__(self) -> str:
+        order = ("" if self.reading_order == (0, 1, 2) else ", reverse=True" if self.reverse
+                 else f", reading_order={self.reading_order}")
         return (f"StaircaseTask(strengths={self.strengths}, attribute_size={self.attribute_size}, seed={self.seed}"
-                + (", reverse=True)" if self.reverse else ")"))
+                f"{order})")
 
     @property
     def vocab_size(self) -> int:
@@ -89,7 +104,7 @@ class StaircaseTask:
 
     def rule_labels(self, tokens: torch.Tensor) -> torch.Tensor:
         """The deterministic label of each rule: LongTensor[N, 3] (column k is rule k)."""
-        attrs = self.attributes(tokens.flip(-1) if self.reverse else tokens)
+        attrs = self.attributes(tokens[:, list(self.reading_order)])
         a = self.attribute_size
         order0 = attrs[:, 0, 0]
         order1 = (attrs[:, 0, 1] + attrs[:, 1, 1]) % a
@@ -109,7 +124,7 @@ class StaircaseTask:
         # the three rules of rule_labels, written for speed: (x0 // a + x1 // a) % a is (h0 + h1) % a, etc.
         # (fmod is % for these non-negative ints, and faster)
         a = self.attribute_size
-        x0, x1, x2 = (tokens.flip(-1) if self.reverse else tokens).unbind(1)
+        x0, x1, x2 = tokens[:, list(self.reading_order)].unbind(1)
         candidates = torch.stack((x0 // (a * a), torch.fmod(x0 // a + x1 // a, a), torch.fmod(x0 + x1 + x2, a), noise))
         return Batch(tokens, candidates.gather(0, rule[None])[0])
 
@@ -181,8 +196,8 @@ class StaircaseTask:
     def conditional_label_distribution(self, positions: Sequence[int]) -> torch.Tensor:
         """Exact ``P(y | x_B)`` for the positions ``B``: Tensor[V, ..., V, C] (one V axis per position)."""
         positions = check_positions(positions, self.seq_len)
-        if self.reverse:  # the rules of the reversed task read position p where the forward task reads L-1-p
-            positions = [self.seq_len - 1 - p for p in positions]
+        # the rules read position p as x_i, i = its place in the reading order
+        positions = [self.reading_order.index(p) for p in positions]
         V, C, a = self.vocab_size, self.n_labels, self.attribute_size
         grids = torch.meshgrid(*[torch.arange(V)] * len(positions), indexing="ij") if positions else []
         shape = [V] * len(positions)
