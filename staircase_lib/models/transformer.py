@@ -8,7 +8,6 @@ embeddings and the positions follow the gamma convention (std ``fan_in ** -gamma
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -58,9 +57,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     there, broadcast-and-sum for tiny L (many tiny matmuls are slow on a CPU), matmuls otherwise."""
     length, n_queries = k.shape[-2], q.shape[-2]
     if not need_attention and n_queries == length:
-        with warnings.catch_warnings():  # under vmap (an ensemble) torch warns that it loops over members
-            warnings.filterwarnings("ignore", message=".*performance drop.*", category=UserWarning)
-            return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal), None
+        return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal), None
     small = length <= _BROADCAST_MAX_LEN
     if small:
         scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])  # [N, H, Lq, L]

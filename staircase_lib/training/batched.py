@@ -9,12 +9,15 @@ directly, without stacking.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.nn import functional as F
+
+from .data import as_batches
 
 __all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "member_losses", "member_accuracies"]
 
@@ -102,12 +105,16 @@ class AutogradMembers:
         def member(params, tokens):
             return functional_call(wrapper, params, (tokens,))
         batched = vmap(member)
-        return lambda tokens: batched(named, tokens)
 
-    @staticmethod
-    def prepare(tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The arguments of :meth:`step` for a chunk of steps: the batches themselves."""
-        return tokens, labels
+        def call(tokens: torch.Tensor) -> torch.Tensor:
+            # ops without a batching rule (embedding_bag, fused attention) run as a loop over the members, and
+            # torch warns that it does so; the loop is the intended path for them here
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*performance drop.*", category=UserWarning)
+                return batched(named, tokens)
+        return call
+
+    prepare = staticmethod(as_batches)  # step takes the batches themselves
 
     def step(self, tokens: torch.Tensor, labels: torch.Tensor) -> None:
         loss = member_losses(self._train_logits(tokens), labels).sum()

@@ -5,10 +5,15 @@ from typing import Callable, Sequence
 
 import torch
 
-__all__ = ["BatchStream", "CHUNK_SAMPLES", "evaluation_batches"]
+__all__ = ["BatchStream", "CHUNK_SAMPLES", "as_batches", "evaluation_batches"]
 
 CHUNK_SAMPLES = 1 << 15
 """Samples one member draws per call of its task's ``sample`` (about 1 MB of tokens for L = 3)."""
+
+
+def as_batches(tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The per-step arguments of an engine that trains on the batches themselves (no preparation)."""
+    return tokens, labels
 
 
 class BatchStream:
@@ -28,7 +33,7 @@ class BatchStream:
         self.tasks, self.batch_size = list(tasks), batch_size
         self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
         self.chunk_steps = max(1, CHUNK_SAMPLES // batch_size)
-        self.prepare = prepare if prepare is not None else (lambda tokens, labels: (tokens, labels))
+        self.prepare = prepare if prepare is not None else as_batches
         self._chunk: tuple[torch.Tensor, ...] = ()
         self._position = self.chunk_steps
 

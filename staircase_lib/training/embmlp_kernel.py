@@ -86,7 +86,7 @@ class EmbMLPKernel:
         # Adam's state, as torch.optim.Adam keeps it: moments like theta and a float step counter
         self.moments = (torch.zeros_like(self.theta), torch.zeros_like(self.theta))
         self.step_count = torch.zeros((), device=device)
-        self.fused = device.type in ("cpu", "cuda")
+        self.fused = True if device.type in ("cpu", "cuda") else None  # None: torch picks (fused needs these)
         self.activation_name, self.activation = m0.activation, ACTIVATIONS[m0.activation]
         self.member_offset = torch.arange(K, device=device).view(K, 1, 1) * V
         self._buffers = None
@@ -155,7 +155,7 @@ class EmbMLPKernel:
             self.theta.sub_(self.theta.grad, alpha=self.lr)  # torch.optim.SGD without momentum
             return
         adam([self.theta], [self.theta.grad], [self.moments[0]], [self.moments[1]], [],
-             [self.step_count], fused=self.fused or None, lr=self.lr, amsgrad=False, maximize=False,
+             [self.step_count], fused=self.fused, lr=self.lr, amsgrad=False, maximize=False,
              **ADAM_DEFAULTS)
 
     def member_parameters(self, k: int) -> dict[str, torch.Tensor]:
