@@ -57,28 +57,10 @@ def attention(*, seeds: int = 6, d_embed: int = 32, steps: int = 6000, lr: float
     """Train ``seeds`` reversed and ``seeds`` forward runs as one ensemble and return the result."""
     reversed_task = tasks.StaircaseTask(strengths=STRENGTHS, reverse=True)
     forward_task = tasks.StaircaseTask(strengths=STRENGTHS)
-    kernels = [reversed_task.kernel(order=k) for k in range(3)]  # the same in both reading directions
-    drives = signatures.exact_signature_drives(forward_task).sum(0)
-    pooled_kernel = drives @ drives.T
     backward, forward = model_seeds(seeds)
-    all_seeds = backward + forward
-    members = [RecordedAttentionModel(64, 3, 4, d_embed=d_embed, gamma=1.0, seed=s) for s in all_seeds]
-    config = training.TrainConfig(steps=steps, lr=lr, batch_size=batch_size, record="log",
-                                  records_per_decade=records_per_decade, eval_size=eval_size, device=device,
-                                  progress=False)
-    start = time.time()
-    runs = training.train_ensemble(members, [reversed_task] * len(backward) + [forward_task] * len(forward),
-                                   config, seeds=all_seeds)
-    settings = dict(seeds=seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
-                    eval_size=eval_size, records_per_decade=records_per_decade, device=device)
-    out = {"config": {**settings, "strengths": list(STRENGTHS), "gamma": 1.0, "model_and_data_seeds": all_seeds,
-                      "device_used": str(runtime.resolve_device(device))},
-           "levels": reversed_task.loss_levels().tolist(), "step": runs[0].steps.tolist(), "runs": [],
-           "train_seconds": time.time() - start}
-    for k, run in enumerate(runs):
-        out["runs"].append({"task": "reversed" if k < len(backward) else "forward", "seed": all_seeds[k],
-                            **_records(run, kernels, pooled_kernel)})
-    return out
+    runs = [("reversed", reversed_task, s) for s in backward] + [("forward", forward_task, s) for s in forward]
+    return _train_and_record(runs, dict(seeds=seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
+                                        eval_size=eval_size, records_per_decade=records_per_decade, device=device))
 
 
 def trap_control(*, seeds: int = 4, d_embed: int = 32, steps: int = 6000, lr: float = 1e-2, batch_size: int = 512,
@@ -88,24 +70,36 @@ def trap_control(*, seeds: int = 4, d_embed: int = 32, steps: int = 6000, lr: fl
     the forward task, and its pair partner at the readout, as in the reversed task."""
     check_positive_int("seeds", seeds)
     task = tasks.StaircaseTask(strengths=STRENGTHS, reading_order=(0, 2, 1))
-    kernels = [task.kernel(order=k) for k in range(3)]
-    drives = signatures.exact_signature_drives(task).sum(0)
-    all_seeds = [CONTROL_SEEDS + 2 * i for i in range(seeds)]
-    members = [RecordedAttentionModel(64, 3, 4, d_embed=d_embed, gamma=1.0, seed=s) for s in all_seeds]
-    config = training.TrainConfig(steps=steps, lr=lr, batch_size=batch_size, record="log",
-                                  records_per_decade=records_per_decade, eval_size=eval_size, device=device,
-                                  progress=False)
+    runs = [("partner at readout", task, CONTROL_SEEDS + 2 * i) for i in range(seeds)]
+    return _train_and_record(runs, dict(seeds=seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
+                                        eval_size=eval_size, records_per_decade=records_per_decade, device=device),
+                             reading_order=[0, 2, 1])
+
+
+def _train_and_record(runs: list[tuple[str, tasks.StaircaseTask, int]], settings: dict, **config) -> dict:
+    """Train one ensemble, a member per (task name, task, model and data seed), and return the result dict.
+
+    The kernels and the pooled kernel are the same for every reading order of the task (token attributes, and
+    the order-0 drives summed over positions), so the first task's serve all."""
+    first = runs[0][1]
+    kernels = [first.kernel(order=k) for k in range(3)]
+    drives = signatures.exact_signature_drives(first).sum(0)
+    pooled_kernel = drives @ drives.T
+    all_seeds = [seed for _, _, seed in runs]
+    members = [RecordedAttentionModel(64, 3, 4, d_embed=settings["d_embed"], gamma=1.0, seed=s) for s in all_seeds]
+    train_config = training.TrainConfig(steps=settings["steps"], lr=settings["lr"],
+                                        batch_size=settings["batch_size"], record="log",
+                                        records_per_decade=settings["records_per_decade"],
+                                        eval_size=settings["eval_size"], device=settings["device"], progress=False)
     start = time.time()
-    runs = training.train_ensemble(members, task, config, seeds=all_seeds)
-    settings = dict(seeds=seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
-                    eval_size=eval_size, records_per_decade=records_per_decade, device=device)
-    out = {"config": {**settings, "strengths": list(STRENGTHS), "reading_order": [0, 2, 1], "gamma": 1.0,
-                      "model_and_data_seeds": all_seeds, "device_used": str(runtime.resolve_device(device))},
-           "levels": task.loss_levels().tolist(), "step": runs[0].steps.tolist(),
-           "runs": [{"task": "partner at readout", "seed": s, **_records(run, kernels, drives @ drives.T)}
-                    for s, run in zip(all_seeds, runs)],
-           "train_seconds": time.time() - start}
-    return out
+    histories = training.train_ensemble(members, [task for _, task, _ in runs], train_config, seeds=all_seeds)
+    return {"config": {**settings, "strengths": list(STRENGTHS), **config, "gamma": 1.0,
+                       "model_and_data_seeds": all_seeds,
+                       "device_used": str(runtime.resolve_device(settings["device"]))},
+            "levels": first.loss_levels().tolist(), "step": histories[0].steps.tolist(),
+            "runs": [{"task": name, "seed": seed, **_records(run, kernels, pooled_kernel)}
+                     for (name, _, seed), run in zip(runs, histories)],
+            "train_seconds": time.time() - start}
 
 
 def _records(run: training.History, kernels: list[torch.Tensor], pooled_kernel: torch.Tensor) -> dict:
