@@ -635,7 +635,7 @@ def explain_misses(loops: LoopResult | None, ensemble: EnsembleResult | None, ch
             a, b = loops.seconds.get(top) or [], loops.seconds.get(bottom) or []
             return [x / y for x, y in zip(a, b)]
 
-        texts["issue 24 started from"] = (
+        texts["one run: ms/step <="] = (
             f"this tree took {loops.ms('kernel'):.3f} ms/step and the library issue 24 started from "
             f"{loops.ms('start'):.3f}, at one thread each, alternating in this run "
             f"({_spread(ratios('kernel', 'start'))}; {load}). The bench times whole `train` calls and does not "
@@ -668,11 +668,10 @@ def explain_misses(loops: LoopResult | None, ensemble: EnsembleResult | None, ch
             return [x / y for x, y in zip(a, b)]
 
         if ensemble.ensemble.get("start"):
-            texts.setdefault("issue 24 started from", "")
-            texts["issue 24 started from"] += (
-                f" The ensemble of {ensemble.k} took {ensemble.ms('ensemble', 'new'):.2f} ms/step here and "
-                f"{ensemble.ms('ensemble', 'start'):.2f} there "
-                f"({_spread(eratios('new', 'ensemble', 'start', 'ensemble'))}).")
+            texts[f"ensemble of {ensemble.k}: ms/step <="] = (
+                f"this tree's ensemble of {ensemble.k} took {ensemble.ms('ensemble', 'new'):.2f} ms/step and that "
+                f"of the library issue 24 started from {ensemble.ms('ensemble', 'start'):.2f} "
+                f"({_spread(eratios('new', 'ensemble', 'start', 'ensemble'))}; {load}).")
         if ensemble.ensemble.get("old"):
             texts["new ms/step <= "] = (
                 f"the new ensemble of {ensemble.k} took {ensemble.ms('ensemble', 'new'):.2f} ms/step and the old "

@@ -207,3 +207,17 @@ def test_an_unreachable_old_commit_is_a_line_not_a_failure(bench):
     assert f"Earlier libraries: {note}." in text
     targets = text.split("## Targets")[1]
     assert "old engine" not in targets and "issue 24" not in targets and "All targets met." in targets
+
+
+def test_a_missed_issue_24_target_gets_its_own_paragraph(bench):
+    loops = bench.LoopResult(10, 2, {"kernel": [0.02, 0.02], "start": [0.01, 0.01], "plain_presampled": [0.05, 0.05],
+                                     "plain_per_step": [0.06, 0.06], "dataloader": [0.1, 0.1]})
+    ensemble = bench.EnsembleResult(16, 10, 2, {"new": [8.0, 8.0], "start": [8.0, 8.0]},
+                                    {"new": [0.4, 0.4], "start": [0.2, 0.2]})
+    loads = {"at the start": "1.00, 1.00, 1.00", "at the end": "1.00, 1.00, 1.00"}
+    misses = bench.explain_misses(loops, ensemble, None, loads, {"best": 40.0, "median": 35.0})
+    why = bench.render(loops, ensemble, None, None, None, None, loads, misses).split("### Why")[1]
+    one = next(line for line in why.splitlines() if line.startswith("- *one run: ms/step"))
+    both = next(line for line in why.splitlines() if line.startswith("- *ensemble of 16: ms/step"))
+    assert "took 2.000 ms/step" in one and "from 1.000" in one and "ensemble" not in one.split("*:")[1]
+    assert "this tree's ensemble of 16 took 40.00 ms/step" in both and "20.00" in both
