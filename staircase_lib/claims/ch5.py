@@ -14,8 +14,8 @@ from ..metrics import cosine as cosine_between, crossing_time
 from .base import Claim, reproduces, table  # table: kept as ch5.table for the chapter
 
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
-           "bag_of_tokens_first", "entropy_drops_with_pair_stair", "saturation_trap", "collapse_without_trap",
-           "live_reproduces_recorded", "pair_progress", "pair_stair_stalls", "growth_time",
+           "bag_of_tokens_first", "label_free_dip", "entropy_drops_with_pair_stair", "saturation_trap",
+           "collapse_without_trap", "live_reproduces_recorded", "pair_progress", "pair_stair_stalls", "growth_time",
            "value_path_before_query_key", "table"]
 
 
@@ -136,6 +136,22 @@ def saturation_trap(steps: torch.Tensor, forward_entropy: Sequence[torch.Tensor]
     return Claim(f"entropy < {collapsed} by step {by} in every forward run; {forward_through} of {len(progress)} "
                  f"forward and {reversed_through} of {len(others)} reversed runs through the pair stair (> 1/2)",
                  holds, numbers)
+
+
+def label_free_dip(steps: torch.Tensor, curve: torch.Tensor, null_steps: Sequence[torch.Tensor],
+                   null_curves: Sequence[torch.Tensor], chance: float, by: int = 30, below: float = 0.75) -> Claim:
+    """The early dip of the bag-of-tokens alignment is label-free: over the first ``by`` steps the task run's
+    alignment (``curve``, Tensor[T] on ``steps``) falls below ``below`` times the chance level, and so does every
+    run of the same models whose labels are independent of the tokens (``null_curves``, each on its own
+    ``null_steps``). Fails if either stays near chance."""
+    def lowest(s: torch.Tensor, c: torch.Tensor) -> float:
+        return float(torch.as_tensor(c)[s <= by].min())
+    task = lowest(steps, curve)
+    nulls = [lowest(s, c) for s, c in zip(null_steps, null_curves)]
+    holds = bool(nulls) and task < below * chance and max(nulls) < below * chance
+    return Claim(f"over the first {by} steps the alignment falls below {below:g} x chance, with the task's labels and "
+                 "with labels independent of the tokens", holds,
+                 {"task_lowest": task, "null_lowest": nulls, "chance": float(chance)})
 
 
 def collapse_without_trap(steps: torch.Tensor, entropy: Sequence[torch.Tensor], final_loss: Sequence[float],
