@@ -57,3 +57,26 @@ def test_theory_rejects_unsupported_models(small_task):
     big = sl.tasks.StaircaseTask(attribute_size=8)
     with pytest.raises(ValueError, match="n_samples"):
         theory.autograd_embedding_velocity(sl.models.EmbMLP(512, 3, 8, d_embed=4, d_hidden=8), big)
+
+
+# ----- the escape time of several factors (Chapter 4) -----------------------------------------------------------
+def test_escape_time_matches_the_growth_law_for_equal_factors_and_waits_longer_for_smaller_ones():
+    assert sl.theory.escape_time([0.1] * 3) == pytest.approx(10.0, rel=1e-9)  # 1 / (s (D - 2) a^(D - 2))
+    assert sl.theory.escape_time([0.1] * 4, strength=2.0) == pytest.approx(25.0, rel=1e-9)
+    assert sl.theory.escape_time([0.2, 0.1, 0.05]) > sl.theory.escape_time([0.2, 0.1, 0.1])
+    assert sl.theory.escape_exponent([32, 32, 32], [0.75, 1.0, 1.25], 32) == pytest.approx(1.0, abs=1e-9)
+    assert sl.theory.escape_exponent([32, 96, 256], [0.75, 1.0, 1.25], 32) == pytest.approx(1.227, abs=0.005)
+    assert sl.theory.relative_init_scales([32, 256], 1.0) == pytest.approx([32 ** -0.5, 256 ** -0.5])
+
+
+def test_escape_time_refuses_bad_input():
+    with pytest.raises(ValueError, match="at least 3 factors"):
+        sl.theory.escape_time([0.1, 0.1])
+    with pytest.raises(ValueError, match="initial_sizes"):
+        sl.theory.escape_time([0.1, -0.1, 0.1])
+    with pytest.raises(ValueError, match="strength"):
+        sl.theory.escape_time([0.1] * 3, strength=0.0)
+    with pytest.raises(TypeError, match="fan_ins"):
+        sl.theory.relative_init_scales(32, 1.0)
+    with pytest.raises(ValueError, match="gammas"):
+        sl.theory.escape_exponent([32, 96, 256], [1.0, 1.0], 32)

@@ -1,14 +1,18 @@
-"""Embedding dynamics of feed-forward models (Chapter 3): the leading-order velocities of eq. (3.2)."""
+"""Embedding dynamics of feed-forward models: the leading-order velocities of eq. (3.2) (Chapter 3) and the
+escape time of stair 0 from the Emb-MLP's per-factor initial scales (Chapter 4)."""
 from __future__ import annotations
 
+from typing import Sequence
 
+import numpy as np
 import torch
 
-from .._checks import check_positive_int
+from .._checks import check_finite_float, check_positive_int
 from ..models import ACTIVATION_SLOPE_AT_ZERO, EmbMLP
 from ..signatures import exact_signature_drives
 
-__all__ = ["mlp_embedding_velocity", "autograd_embedding_velocity"]
+__all__ = ["mlp_embedding_velocity", "autograd_embedding_velocity", "relative_init_scales", "escape_time",
+           "escape_exponent"]
 
 _CHUNK = 1 << 15  # sequences per forward pass in autograd_embedding_velocity
 
@@ -69,3 +73,55 @@ def autograd_embedding_velocity(model, task, n_samples: int | None = None,
         risk = -(weights[part, None].to(device) * targets[part].to(device, log_p.dtype) * log_p).sum()
         grad += torch.autograd.grad(risk, model.embedding)[0]
     return (-grad).detach().cpu()
+
+
+# ----- the escape of stair 0 (Chapter 4) ------------------------------------------------------------------------
+# A product of D factors with strengths a_1 ... a_D under the balanced flow da_i/dt = s prod_{j != i} a_j keeps
+# every a_i^2 - a_j^2 fixed, so with a = the largest factor the flow is da/dt = s prod_j sqrt(a^2 - c_j),
+# c_j = a(0)^2 - a_j(0)^2, and the product blows up at t* = integral_{a(0)}^inf da / (s prod_j sqrt(a^2 - c_j))
+# (Appendix A, the growth law). With a = a(0) / u the integrand is smooth on u in (0, 1] for D >= 3.
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(200)
+
+
+def relative_init_scales(fan_ins: Sequence[int], gamma: float) -> list[float]:
+    """Relative initial scale ``fan_in ** (1/2 - gamma)`` of each factor: a factor initialized with std
+    ``fan_in ** -gamma`` (the course's convention) is that many times smaller than at gamma = 1/2, where a
+    factor maps unit vectors to unit vectors. For the Emb-MLP the fan-ins are ``d`` (embedding), ``L d`` (first
+    layer) and ``m`` (readout)."""
+    gamma = check_finite_float("gamma", gamma)
+    if isinstance(fan_ins, (str, bytes)) or not hasattr(fan_ins, "__iter__"):
+        raise TypeError(f"fan_ins must be a sequence of positive ints, got {fan_ins!r}")
+    return [float(check_positive_int("fan_ins", n)) ** (0.5 - gamma) for n in fan_ins]
+
+
+def escape_time(initial_sizes: Sequence[float], strength: float = 1.0) -> float:
+    """Blow-up time of a product of D >= 3 factors under the balanced flow ``da_i/dt = strength *
+    prod_{j != i} a_j`` from positive ``initial_sizes`` (one per factor, unequal allowed): the growth law of
+    Appendix A, ``1 / (strength * (D - 2) * a^(D - 2))`` when every factor starts at ``a``. Two factors never
+    blow up (their growth is exponential), so D = 2 is refused."""
+    sizes = sorted((check_finite_float("initial_sizes", a, strictly_positive=True) for a in initial_sizes),
+                   reverse=True)
+    if len(sizes) < 3:
+        raise ValueError(f"initial_sizes must hold at least 3 factors (2 grow exponentially, without a blow-up), "
+                         f"got {len(sizes)}")
+    strength = check_finite_float("strength", strength, strictly_positive=True)
+    top, rest = sizes[0], np.array(sizes[1:])
+    u = (_NODES + 1) / 2  # Gauss-Legendre nodes on (0, 1)
+    shifts = top ** 2 - rest ** 2  # c_j >= 0
+    roots = np.sqrt(top ** 2 - shifts[:, None] * u[None, :] ** 2).prod(axis=0)
+    integrand = top * u ** (len(sizes) - 3) / roots
+    return float((_WEIGHTS / 2 * integrand).sum() / strength)
+
+
+def escape_exponent(fan_ins: Sequence[int], gammas: Sequence[float], d_ref: int) -> float:
+    """The slope of log :func:`escape_time` against ``log(1/eps) = (gamma - 1/2) log d_ref`` over ``gammas``
+    (least squares), for factors starting at :func:`relative_init_scales` of ``fan_ins``: the exponent of the
+    power law that the growth law predicts for the wait before the first stair. Equal fan-ins give exactly
+    ``D - 2``; unequal ones a steeper law, since the smaller factors shrink faster as gamma grows."""
+    gammas = [check_finite_float("gammas", g) for g in gammas]
+    if len(set(gammas)) < 2:
+        raise ValueError(f"gammas must hold at least 2 distinct values, got {gammas}")
+    d_ref = check_positive_int("d_ref", d_ref, minimum=2)
+    x = np.array([(g - 0.5) * np.log(d_ref) for g in gammas])
+    y = np.log([escape_time(relative_init_scales(fan_ins, g)) for g in gammas])
+    return float(np.polyfit(x, y, 1)[0])
