@@ -11,7 +11,7 @@ from ._checks import check_bool, check_finite_float, check_positive_int, check_s
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "partial_alignment_curve",
            "projection_curve", "smooth", "stair_time", "stair_times", "attention_entropy", "crossing_time",
            "half_fall_time", "cosine", "rank_correlation", "principal_components", "neighbour_agreement",
-           "chance_approximation", "angular_coverage"]
+           "chance_approximation", "angular_coverage", "median"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -345,3 +345,18 @@ def angular_coverage(points: torch.Tensor) -> float:
     angles = torch.sort(torch.atan2(centred[:, 1], centred[:, 0])).values
     gaps = torch.diff(angles, append=angles[:1] + 2 * torch.pi)
     return float(2 * torch.pi - gaps.max())
+
+
+def median(values) -> float:
+    """The median of a sequence of numbers (or a tensor, flattened): the middle value, or the mean of the two
+    middle values for an even count, the one median of the course's prose and claims alike (``torch.median``
+    returns the lower of the two middle values instead)."""
+    data = torch.as_tensor(values, dtype=torch.float64).flatten() if not isinstance(values, torch.Tensor) \
+        else values.detach().double().flatten()
+    if data.numel() == 0:
+        raise ValueError("values must hold at least one number, got none")
+    if not torch.isfinite(data).all():
+        raise ValueError(f"values must be finite, got {data.tolist()}")
+    ordered = data.sort().values
+    n = ordered.numel()
+    return float(ordered[n // 2]) if n % 2 else float((ordered[n // 2 - 1] + ordered[n // 2]) / 2)

@@ -120,10 +120,15 @@ def attention_heatmap(attention: torch.Tensor, ax: plt.Axes | None = None, title
 def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss: torch.Tensor | None = None,
                    stair_times: Sequence[int | None] | None = None, ax: plt.Axes | None = None, logx: bool = True,
                    title: str = "The Context Staircase", chance: float | None = None,
-                   levels: Sequence[float] | torch.Tensor | None = None) -> plt.Axes:
+                   levels: Sequence[float] | torch.Tensor | None = None,
+                   level_names: Sequence[str] | None = None) -> plt.Axes:
     """Alignment curves (one per order, told apart by colour, line style and marker: :data:`ORDER_STYLES`) and
-    optionally the loss on a second axis, with the task's exact ``levels`` as :func:`level_lines` on it; stair
-    times are thin vertical lines in the order's colour."""
+    optionally the loss on a second axis, with the task's exact ``levels`` as :func:`level_lines` on it
+    (labelled ``level_names``, by default "level 0", "level 1", ...); stair times are thin vertical lines in the
+    order's colour."""
+    if level_names is not None and (levels is None or len(level_names) != len(levels)):
+        raise ValueError(f"level_names must name every level: got {len(level_names)} names for "
+                         f"{0 if levels is None else len(levels)} levels")
     ax = _axes(ax, (7.0, 3.6))
     x = steps.detach().cpu().double().clamp_min(1) if logx else steps.detach().cpu().double()
     for k, (label, curve) in enumerate(curves.items()):
@@ -142,7 +147,8 @@ def staircase_plot(steps: torch.Tensor, curves: Mapping[str, torch.Tensor], loss
         twin.plot(x.numpy(), loss.detach().cpu().numpy(), color="black", ls="-", lw=1, alpha=0.6, label="loss")
         twin.set_ylabel("loss (cross-entropy, nats)")
         if levels is not None:
-            level_lines(twin, levels, [f"level {k}" for k in range(len(levels))], x=0.99, lw=0.8, fontsize=8)
+            names = list(level_names) if level_names is not None else [f"level {k}" for k in range(len(levels))]
+            level_lines(twin, levels, names, x=0.99, lw=0.8, fontsize=8)
         twin.grid(False)
         twin.spines["right"].set_visible(True)
         lines = ax.get_legend_handles_labels()

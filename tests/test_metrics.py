@@ -304,3 +304,12 @@ def test_subspace_norm_curve_measures_the_pure_component_and_checks_its_input():
     assert norms[2] == pytest.approx(3 * float(centred.norm()), rel=1e-5)
     with pytest.raises(ValueError, match="embeddings"):
         metrics.subspace_norm_curve(centred, kernel)
+
+
+def test_median_is_the_true_median_and_refuses_nothing():
+    assert metrics.median([1215, 1249, 1326, 930]) == pytest.approx((1215 + 1249) / 2)  # torch: 1215
+    assert metrics.median(torch.tensor([3.0, 1.0, 2.0])) == 2.0
+    with pytest.raises(ValueError, match="at least one"):
+        metrics.median([])
+    with pytest.raises(ValueError, match="finite"):
+        metrics.median([1.0, float("nan")])

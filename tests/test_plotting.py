@@ -132,6 +132,12 @@ def test_staircase_plot_draws_the_levels_on_the_loss_axis():
     flat = sorted(line.get_ydata()[0] for line in twin.lines if len(set(line.get_ydata())) == 1)
     assert flat == pytest.approx([0.9, 1.2, 1.39]), "one horizontal line per level, on the loss axis"
     assert [t.get_text() for t in twin.texts] == ["level 0", "level 1", "level 2"]
+    named = draw(plotting.staircase_plot(steps, {"order 0": torch.rand(len(steps))}, loss=loss,
+                                         levels=[1.39, 1.2, 0.9], level_names=["none", "one", "Bayes"]))
+    assert [t.get_text() for t in named.figure.axes[1].texts] == ["none", "one", "Bayes"]
+    with pytest.raises(ValueError, match="level_names"):
+        plotting.staircase_plot(steps, {"order 0": torch.rand(len(steps))}, loss=loss, levels=[1.39, 1.2],
+                                level_names=["one"])
 
 
 def test_staircase_plot_minimal_linear_axis():
