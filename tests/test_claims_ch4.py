@@ -61,6 +61,16 @@ def test_fit_line_recovers_a_slope_and_dwell_counts_decades():
         pytest.approx(1.0)
 
 
+def test_dwell_is_one_contiguous_rest_not_the_sum_of_visits():
+    # the audit's null: a loss that visits level 1 twice, leaving it in between, rests only as long as its
+    # longest visit (the old sum over pairs of records counted 2 decades here)
+    steps = torch.tensor([1, 10, 100, 1000, 10_000])
+    visits = torch.tensor([LEVELS[1], LEVELS[1], LEVELS[0], LEVELS[1], LEVELS[1]])
+    assert ch4.dwell_decades(steps, visits, LEVELS, 1) == pytest.approx(1.0)
+    assert ch4.dwell_decades(steps, torch.full((5,), LEVELS[1]), LEVELS, 1) == pytest.approx(4.0)
+    assert ch4.dwell_decades(steps, torch.full((5,), LEVELS[0]), LEVELS, 1) == 0.0
+
+
 # ----- P1 order -----------------------------------------------------------------------------------------------
 def test_stair_order_holds_on_a_staircase_and_fails_when_reversed_or_censored():
     assert ch4.stair_order([[14, 1738, 10000], [13, 1445, 8318], [16, 1738, None]])
@@ -258,6 +268,63 @@ def test_gd_power_law_holds_on_a_power_law_and_fails_on_nulls():
     assert not ch4.gd_power_law(gammas[:6], times[:6], 32), "two gammas are not a sweep"
 
 
+FAN_INS = (32, 96, 256)
+
+
+def per_factor_times(jitter=0.02, gammas=(0.75, 1.0, 1.25)):
+    """Stair-0 times that follow the three-factor law at the Emb-MLP's own factor scales."""
+    gs = [g for g in gammas for _ in range(3)]
+    return gs, [300 * sl.theory.escape_time(sl.theory.relative_init_scales(FAN_INS, g)) * math.exp(jitter * (i % 3 - 1))
+                for i, g in enumerate(gs)]
+
+
+def test_gd_power_law_with_the_factor_scales_rejects_the_equal_scale_law_and_a_step():
+    gammas, times = per_factor_times()
+    claim = ch4.gd_power_law(gammas, times, 32, fan_ins=FAN_INS)
+    assert claim, claim
+    assert claim.numbers["predicted exponent"] == pytest.approx(1.227, abs=0.01)
+    _, equal = power_law_times(exponent=1.0)  # the law at equal scales: inside the default window, not this one
+    assert ch4.gd_power_law(gammas, equal, 32) and not ch4.gd_power_law(gammas, equal, 32, fan_ins=FAN_INS)
+    logarithmic = [300 * (g - 0.5) * math.log(32) for g in gammas]
+    assert not ch4.gd_power_law(gammas, logarithmic, 32, fan_ins=FAN_INS)
+    # the audit's null: a step (flat from 0.75 to 1, then a jump) whose overall slope is near the prediction
+    step = [t if g < 1.25 else t * 12.0 for g, t in zip(gammas, [200.0 * (1 + 0.01 * i) for i in range(9)])]
+    assert not ch4.gd_power_law(gammas, step, 32, fan_ins=FAN_INS)
+    assert not ch4.gd_power_law(gammas, step, 32), "a step passes no power law, with either window"
+
+
+def test_the_pair_exponent_window_rejects_a_logarithm():
+    gammas = [g for g in (0.75, 0.875, 1.0) for _ in range(2)]
+    log_law = [20_000 * (g - 0.5) * math.log(32) / (0.25 * math.log(32)) for g in gammas]
+    assert not ch4.gd_power_law(gammas, log_law, 32, exponent=ch4.PAIR_EXPONENT)
+    power = [20_000 * math.exp(1.5 * (g - 0.75) * math.log(32)) * (1 + 0.01 * (i % 2)) for i, g in enumerate(gammas)]
+    assert ch4.gd_power_law(gammas, power, 32, exponent=ch4.PAIR_EXPONENT)
+    assert not ch4.gd_power_law(gammas, [None] + power[1:], 32, exponent=ch4.PAIR_EXPONENT), "a censored run"
+
+
+def test_batch_independent_kick_fails_for_noise_and_holds_for_a_kick_from_the_drive():
+    steps = torch.arange(0, 4001, 250)
+    large_steps = torch.arange(0, 4001, 50)
+    kick = [0.3 * (1 - torch.exp(-steps.double() / 500)) * (1 + 0.1 * s) for s in range(2)]
+    noise = [0.3 / math.sqrt(8) * (1 - torch.exp(-large_steps.double() / 500)) * (1 + 0.1 * s) for s in range(2)]
+    claim = ch4.batch_independent_kick(steps, kick, 1024, large_steps, noise, 8192)
+    assert not claim, "a kick that shrinks as gradient noise does"
+    assert claim.numbers["ratio"] == [pytest.approx(math.sqrt(8))] * 2
+    same = [0.3 * (1 - torch.exp(-large_steps.double() / 500)) * (1 + 0.1 * s) for s in range(2)]
+    assert ch4.batch_independent_kick(steps, kick, 1024, large_steps, same, 8192)
+    with pytest.raises(ValueError, match="large_batch_size"):
+        ch4.batch_independent_kick(steps, kick, 8192, large_steps, noise, 1024)
+
+
+def test_the_recorded_kick_does_not_shrink_with_the_batch():
+    escape, kick = sl.results.recorded("ch4_gd_escape"), sl.results.recorded("ch4_gd_kick")
+    assert kick.config["seeds"] == escape.config["seeds"] and kick.config["gammas"] == escape.config["gammas"]
+    claim = ch4.batch_independent_kick(escape.steps, [r.pure_growth[2] for r in escape.runs],
+                                       escape.config["batch_size"], kick.steps,
+                                       [r.pure_growth[2] for r in kick.runs], kick.config["batch_size"])
+    assert claim, claim
+
+
 def test_the_recorded_gradient_descent_runs_follow_the_power_law():
     gd = sl.results.load("ch4_gd_timing")
     assert gd["config"]["optimizer"] == "sgd"
@@ -266,6 +333,8 @@ def test_the_recorded_gradient_descent_runs_follow_the_power_law():
     t0 = [sl.metrics.crossing_time(steps, torch.tensor(r["cka"][0]), level=0.5, below=False, interpolate=True)
           for r in gd["runs"]]
     assert ch4.gd_power_law(gammas, t0, gd["config"]["d_embed"])
+    claim = ch4.gd_power_law(gammas, t0, gd["config"]["d_embed"], fan_ins=FAN_INS)
+    assert claim, claim
     adam = sl.results.load("ch4_init_sweep")  # Adam's t0 falls: the same claim fails there
     runs = [r for r in adam["runs"] if r["gamma"] >= 0.75]
     assert not ch4.gd_power_law([r["gamma"] for r in runs], [r["stair_times"][0] for r in runs], 32)
@@ -473,4 +542,20 @@ def test_recorded_new_seeds_hold_the_long_run_claims():
                               [torch.tensor(r["pure_growth"][1]) for r in escape["runs"]],
                               [r["pure_norm"][1][0] for r in escape["runs"]],
                               [r["stair_times"][1] for r in escape["runs"]])
+    assert claim, claim
+
+
+def test_recorded_new_seeds_hold_the_gradient_descent_pair_and_kick_claims():
+    pair = sl.results.recorded("ch4_gd_pair_timing_new_seeds")
+    assert pair.config["seeds"] == [2, 3] and pair.config["optimizer"] == "sgd"
+    gammas = [r.gamma for r in pair.runs]
+    times = [[sl.metrics.stair_time(pair.steps, r.cka[k], interpolate=True) for k in (0, 1)] for r in pair.runs]
+    waits = [None if t1 is None else t1 - t0 for t0, t1 in times]
+    claim = ch4.gd_power_law(gammas, waits, 32, exponent=ch4.PAIR_EXPONENT, min_gammas=2)
+    assert claim, claim
+    escape, kick = sl.results.recorded("ch4_gd_escape_new_seeds"), sl.results.recorded("ch4_gd_kick_new_seeds")
+    assert kick.config["seeds"] == escape.config["seeds"] == [2, 3]
+    claim = ch4.batch_independent_kick(escape.steps, [r.pure_growth[2] for r in escape.runs],
+                                       escape.config["batch_size"], kick.steps,
+                                       [r.pure_growth[2] for r in kick.runs], kick.config["batch_size"])
     assert claim, claim

@@ -6,7 +6,7 @@ Each predicate takes measured numbers (stair times, losses, alignment curves) an
 against a tolerance typed by hand. A stair that never rises is *censored* (``None``): it is reported as
 such and never counted as a crossing.
 
-Helpers (no claims): :func:`loss_at`, :func:`nearest_level`, :func:`level_loss_std`, :func:`level_tolerance`,
+Helpers (no claims): :func:`nearest_level`, :func:`level_loss_std`, :func:`level_tolerance`,
 :func:`dwell_decades`, :func:`fit_line`.
 """
 from __future__ import annotations
@@ -16,23 +16,18 @@ from typing import Sequence
 
 import torch
 
-from ..metrics import cka
+from ..metrics import cka, median
+from ..theory.feedforward import escape_exponent
 from .base import Claim, fit_line, reproduces  # fit_line: shared with Chapter 2, kept as ch4.fit_line
 
-__all__ = ["loss_at", "nearest_level", "level_loss_std", "level_tolerance", "dwell_decades", "fit_line",
+__all__ = ["nearest_level", "level_loss_std", "level_tolerance", "dwell_decades", "fit_line",
            "stair_order", "plateau_level", "loss_follows_levels", "parity_structure",
            "last_stair_outcomes", "order0_diluted", "saddle_escape", "adam_step_at_unit_eps", "gd_power_law",
-           "no_order0_dwell", "linear_stops_after_stair0", "live_reproduces_recorded"]
+           "no_order0_dwell", "linear_stops_after_stair0", "live_reproduces_recorded", "batch_independent_kick",
+           "PAIR_EXPONENT"]
 
 
 # ----- helpers -----------------------------------------------------------------------------------------------
-def loss_at(steps: torch.Tensor, loss: torch.Tensor, step: float) -> float:
-    """The recorded loss at the recorded step nearest to ``step`` in log-step (steps below 1 count as 1)."""
-    s = torch.as_tensor(steps).double().clamp_min(1).log()
-    i = int(torch.argmin((s - math.log(max(float(step), 1.0))).abs()))
-    return float(torch.as_tensor(loss)[i])
-
-
 def nearest_level(value: float, levels: Sequence[float]) -> int:
     """Index of the exact plateau level closest to ``value``."""
     return min(range(len(levels)), key=lambda k: abs(float(value) - float(levels[k])))
@@ -54,16 +49,30 @@ def level_tolerance(levels: Sequence[float], k: int) -> float:
 
 def dwell_decades(steps: torch.Tensor, loss: torch.Tensor, levels: Sequence[float], k: int,
                   tolerance: float | None = None) -> float:
-    """How long (in decades of training steps) the loss rests on level ``k``: the sum of log10(s_{i+1} / s_i)
-    over consecutive records (steps >= 1) that are both within ``tolerance`` of level ``k`` (by default
-    :func:`level_tolerance`, so both are nearer level ``k`` than any other level)."""
+    """How long (in decades of training steps) the loss rests on level ``k``: the longest stretch of consecutive
+    records (steps >= 1) that are all within ``tolerance`` of level ``k`` (by default :func:`level_tolerance`,
+    so nearer level ``k`` than any other level), as log10(last step / first step) of that stretch. One
+    contiguous rest: a loss that passes the level several times does not add its visits up."""
     steps, loss = torch.as_tensor(steps).double(), torch.as_tensor(loss).double()
     keep = steps >= 1
     steps, loss = steps[keep], loss[keep]
     tol = level_tolerance(levels, k) if tolerance is None else float(tolerance)
-    near = (loss - float(levels[k])).abs() <= tol
-    both = near[1:] & near[:-1]
-    return float((steps[1:].log10() - steps[:-1].log10())[both].sum())
+    near = ((loss - float(levels[k])).abs() <= tol).tolist()
+    best, start = 0.0, None
+    for i, here in enumerate(near + [False]):
+        if here and start is None:
+            start = i
+        elif not here and start is not None:
+            best = max(best, float(steps[i - 1].log10() - steps[start].log10()))
+            start = None
+    return best
+
+
+# The pair stair's wait under gradient descent as a power of 1/eps: its escape needs at least three small
+# factors (the pure-pair parts of the embeddings and of the W1 rows that read them), so D - 2 >= 1 at equal
+# scales; at most five (the embeddings at two positions, W1 at two, W2), and the per-factor scales steepen
+# a law by at most log 256 / log 32 = 1.6: 3 x 1.6 = 4.8. A logarithm (two factors) has slope below 1 here.
+PAIR_EXPONENT = (1.0, 4.8)
 
 
 # ----- claims ------------------------------------------------------------------------------------------------
@@ -233,14 +242,22 @@ def adam_step_at_unit_eps(gammas: Sequence[float], pair_times: Sequence[int | No
 
 
 def gd_power_law(gammas: Sequence[float], first_times: Sequence[float | None], d_embed: int,
-                 exponent: tuple[float, float] = (0.75, 1.5), min_gammas: int = 3, min_z: float = 3.0) -> Claim:
+                 exponent: tuple[float, float] = (0.75, 1.5), min_gammas: int = 3, min_z: float = 3.0,
+                 fan_ins: Sequence[int] | None = None) -> Claim:
     """P2 under gradient descent: the first stair comes later from smaller seeds, as a power of 1/eps (the
     growth law of three factors, :math:`t_0 \\propto \\varepsilon^{-(D-2)}` with D = 3). Every run at a larger
     gamma is later than every run at a smaller one, no run is censored, and the least-squares slope of
     log t0 against log(1/eps) = (gamma - 1/2) log d is at least ``min_z`` standard errors above 0 and within
-    ``exponent`` (over at least ``min_gammas`` values of gamma). The default range, 3/4 to 3/2 around the
-    law's 1, excludes the logarithmic law of two factors (t0 proportional to log(1/eps): slope about 0.6
-    over gamma 0.75-1.25 at d = 32)."""
+    the window, over at least ``min_gammas`` values of gamma. The law's *shape* is tested too: the slope
+    between the median times of each pair of neighbouring gammas is within the window as well, so a step
+    (flat, then a jump) does not pass as a power law.
+
+    The window: without ``fan_ins``, ``exponent`` (3/4 to 3/2 around the equal-scale law's 1; it excludes the
+    logarithmic law of two factors, t0 proportional to log(1/eps): slope about 0.6 over gamma 0.75-1.25 at
+    d = 32). With ``fan_ins`` (the model's factors, e.g. ``(d, L d, m)``), the prediction for the model
+    trained: :func:`~staircase_lib.theory.feedforward.escape_exponent` from the per-factor scales, with a
+    half-width of half its distance to the equal-scale law's 1, so the window rejects that law (and the
+    logarithmic one); each neighbouring pair is compared with its own predicted slope."""
     pairs = sorted(zip(gammas, first_times), key=lambda p: p[0])
     values = sorted(set(gammas))
     complete = len(values) >= min_gammas and all(t is not None and t > 0 for _, t in pairs)
@@ -252,11 +269,26 @@ def gd_power_law(gammas: Sequence[float], first_times: Sequence[float | None], d
     x = [(g - 0.5) * math.log(d_embed) for g, _ in pairs]
     slope, se, _ = fit_line(x, [math.log(t) for _, t in pairs])
     z = slope / se if se > 0 else (math.inf if slope > 0 else math.nan)
-    holds = ordered and z >= min_z and exponent[0] <= slope <= exponent[1]
-    return Claim(f"gradient descent: t0 later at every larger gamma, log t0 against log(1/eps) with slope in "
-                 f"{list(exponent)} and > {min_z} s.e.", holds,
-                 {"exponent": slope, "standard error": se, "z": z, "ordered": ordered,
-                  "t0 by gamma": {v: g for v, g in zip(values, groups)}})
+    medians = [math.log(median(g)) for g in groups]
+    segments = [(b - a) / ((v - u) * math.log(d_embed))
+                for a, b, u, v in zip(medians, medians[1:], values, values[1:])]
+    numbers = {"exponent": slope, "standard error": se, "z": z, "ordered": ordered,
+               "neighbour slopes": segments, "t0 by gamma": {v: g for v, g in zip(values, groups)}}
+    if fan_ins is None:
+        windows = [tuple(exponent)] * (len(segments) + 1)
+        name = f"slope in {list(exponent)}"
+    else:
+        predicted = [escape_exponent(fan_ins, values, d_embed)]
+        predicted += [escape_exponent(fan_ins, [u, v], d_embed) for u, v in zip(values, values[1:])]
+        half = abs(predicted[0] - 1.0) / 2
+        windows = [(p - half, p + half) for p in predicted]
+        numbers.update({"predicted exponent": predicted[0], "window": list(windows[0]),
+                        "predicted neighbour slopes": predicted[1:]})
+        name = f"slope within {half:.2f} of the per-factor prediction {predicted[0]:.2f}"
+    inside = [lo <= s <= hi for s, (lo, hi) in zip([slope, *segments], windows)]
+    holds = ordered and z >= min_z and all(inside)
+    return Claim(f"gradient descent: t0 later at every larger gamma, log t0 against log(1/eps) with {name} "
+                 f"(and between every two neighbouring gammas), > {min_z} s.e.", holds, numbers)
 
 
 def no_order0_dwell(large_dwell: Sequence[float], small_dwell: Sequence[float], large_final: Sequence[float],
@@ -324,3 +356,30 @@ def live_reproduces_recorded(live_times: Sequence[Sequence[int | None]],
     return Claim(f"same device: the live runs are the recorded ones (loss within {loss_tolerance:g} at every common "
                  f"step, stair times within a factor {factor:.2f}, seed by seed)", holds,
                  {"max |live - recorded| loss": worst, "stair times agree": times_agree, **medians.numbers})
+
+
+def batch_independent_kick(steps: torch.Tensor, growth: Sequence[torch.Tensor], batch_size: int,
+                           large_steps: torch.Tensor, large_growth: Sequence[torch.Tensor], large_batch_size: int,
+                           first: int = 1, last: int | None = None) -> Claim:
+    """The kick that every pure component gets at stair 0 is not minibatch noise: the component no drive reaches
+    yet (Tensor[T] per seed, e.g. ``||P_2 (E(t) - E(0))||`` of :func:`saddle_escape`'s runs, on ``steps``) shrinks,
+    with batches of ``large_batch_size`` instead of ``batch_size`` (the same seeds, in the same order), by less
+    than half the factor sqrt(large / small) by which gradient noise would shrink it. The ratio of each seed is
+    the median over the records both runs share from step ``first`` to ``last`` (default: the end of the shorter
+    run). Fails for a kick that shrinks as noise does."""
+    if large_batch_size <= batch_size:
+        raise ValueError(f"large_batch_size must exceed batch_size, got {large_batch_size} <= {batch_size}")
+    expected = math.sqrt(large_batch_size / batch_size)
+    small_at = torch.as_tensor(steps).long().tolist()
+    large_at = {int(s): i for i, s in enumerate(torch.as_tensor(large_steps).long().tolist())}
+    end = min(small_at[-1], max(large_at)) if last is None else last
+    common = [(i, large_at[s]) for i, s in enumerate(small_at) if first <= s <= end and s in large_at]
+    ratios = []
+    for g, h in zip(growth, large_growth):
+        g, h = torch.as_tensor(g).double(), torch.as_tensor(h).double()
+        values = [float(g[i] / h[j]) for i, j in common if h[j] > 0]
+        ratios.append(median(values) if values else math.nan)
+    holds = bool(ratios) and len(growth) == len(large_growth) and all(r < expected / 2 for r in ratios)
+    return Claim(f"the kick is not minibatch noise: batches of {large_batch_size} shrink it by less than half of "
+                 f"sqrt({large_batch_size}/{batch_size}) = {expected:.2f}, in every seed", holds,
+                 {"ratio": ratios, "noise prediction": expected, "records compared": len(common)})
