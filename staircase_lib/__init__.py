@@ -1,9 +1,11 @@
 """staircase_lib: the shared library of the Context Staircase course.
 
-Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it):
-``_checks``/``_version``/``runtime``/``cache`` -> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``
--> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets``
--> ``exercises``/``coursework``/``session``/``claims``/``recordings``.
+Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it, and that this list
+is its list):
+``_checks``/``_version``/``runtime``/``cache``/``projects``/``offline``
+-> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``/``text_corpus`` -> ``models``
+-> ``training``/``theory`` -> ``plotting``/``widgets``
+-> ``exercises``/``coursework``/``session``/``ensemble``/``claims``/``recordings``.
 """
 from ._version import __version__
 from . import (cache, claims, corpus, exercises, metrics, models, plotting, projects,  # noqa: E402
