@@ -5,7 +5,7 @@ is its list):
 ``_checks``/``_version``/``runtime``/``cache``/``projects``/``offline``
 -> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``/``text_corpus`` -> ``models``
 -> ``training``/``theory`` -> ``plotting``/``widgets``
--> ``exercises``/``coursework``/``session``/``ensemble``/``claims``/``recordings``.
+-> ``exercises``/``coursework``/``session``/``claims``/``recordings``.
 """
 from ._version import __version__
 from . import (cache, claims, corpus, exercises, metrics, models, plotting, projects,  # noqa: E402
@@ -34,11 +34,3 @@ __all__ = [
     "widgets",
 ]
 
-
-def __getattr__(name: str):
-    """``sl.ensemble``, the deprecated home of ``train_ensemble``, loads on first use (the book never uses it)."""
-    if name == "ensemble":  # import_module, not "from . import": that would ask this function again
-        import importlib
-
-        return importlib.import_module(".ensemble", __name__)
-    raise AttributeError(f"module 'staircase_lib' has no attribute {name!r}")

@@ -18,7 +18,7 @@ LAYERS = [
     {"models"},
     {"training", "theory"},
     {"plotting", "widgets"},
-    {"exercises", "coursework", "session", "ensemble", "claims", "recordings"},
+    {"exercises", "coursework", "session", "claims", "recordings"},
 ]
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 

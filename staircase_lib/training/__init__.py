@@ -8,7 +8,6 @@ which records a :class:`History` per member on the schedule of :mod:`.config`.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
 from typing import Callable, Mapping, Protocol, Sequence
 
@@ -68,15 +67,13 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
     return history
 
 
-def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[SupportsSample] | None,
-                   config: TrainConfig, tasks: Sequence[SupportsSample] | None = None,
-                   seeds: Sequence[int] | None = None, probes: Mapping[str, Batch] | None = None,
+def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[SupportsSample],
+                   config: TrainConfig, seeds: Sequence[int] | None = None, probes: Mapping[str, Batch] | None = None,
                    wrap: Callable[[nn.Module], nn.Module] | None = None) -> list[History]:
     """Train K models of one architecture together (one batched run); return one :class:`History` each.
 
     Members may differ in seed, ``gamma`` and task: ``task`` is one task for all, or a list of K tasks, one
-    per member (``tasks=`` is the old spelling of that list, kept for old notebooks; it warns). The global
-    random state is left alone. Member ``k`` draws its data with seed ``seeds[k]`` (default
+    per member. The global random state is left alone. Member ``k`` draws its data with seed ``seeds[k]`` (default
     ``config.seed + k``) and its History equals that of ``train(models[k], tasks[k], replace(config,
     seed=seeds[k]))`` up to float rounding; ``History.seconds`` is the ensemble's wall time. The trained
     parameters are copied back into ``models``; frozen parameters (``requires_grad=False``, the same in
@@ -85,7 +82,7 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     models = _check_models(models)
-    tasks = _check_tasks(task, tasks, models)
+    tasks = _check_tasks(task, models)
     seeds = _check_seeds(seeds, config, len(models))
     probes = check_probes(probes, models[0].vocab_size, models[0].seq_len, models[0].n_labels)
     if wrap is not None and not callable(wrap):
@@ -188,16 +185,10 @@ def _check_models(models) -> list[nn.Module]:
     return list(models)
 
 
-def _check_tasks(task, tasks, models: list) -> list:
-    if task is not None and tasks is not None:
-        raise ValueError("pass either task (one task, or a list with one per member) or tasks, not both")
-    if tasks is not None:
-        warnings.warn("train_ensemble(tasks=[...]) is the old spelling: pass the list as task", DeprecationWarning,
-                      stacklevel=3)
-    given = tasks if tasks is not None else task
-    name = "tasks" if tasks is not None else "task"
+def _check_tasks(given, models: list) -> list:
     if given is None:
-        raise ValueError("task must be given (or tasks, one per member)")
+        raise ValueError("task must be given (one task, or a list with one per member)")
+    name = "task"
     one_task = not isinstance(given, (list, tuple))
     if one_task:
         given = [given] * len(models)
