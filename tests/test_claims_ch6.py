@@ -130,14 +130,6 @@ def test_pair_margin_is_zero_for_a_model_blind_to_the_pair_attribute():
     assert margin((0, 1, 2)) > margin((0, 1))  # knowing the triple rule too does not lower it
 
 
-def test_transplant_claim_holds_and_fails_when_cut_off_or_when_the_transplant_leads():
-    assert ch6.transplant_no_head_start([600, 700, 800], [650, 700, 750], 2000, 2000)
-    assert not ch6.transplant_no_head_start([None, None, None], [None, None, None], 2000, 2000)
-    assert not ch6.transplant_no_head_start([600, 700, 800], [None, 700, 750], 2000, 2000)
-    # a real head start: the transplant twice as fast as a same-norm random embedding
-    assert not ch6.transplant_no_head_start([300, 350, 400], [650, 700, 750], 2000, 2000)
-
-
 def _curves(t_fall, steps=200):
     s = torch.arange(0, steps + 1, 10)
     return s, 1.0 / (1.0 + torch.exp((s - t_fall) / 5.0))
