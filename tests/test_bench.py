@@ -27,6 +27,7 @@ def workers(bench):
         worker.close()
 
 
+@pytest.mark.slow
 def test_worker_imports_the_library_from_its_tree_and_runs_on_its_threads(bench, workers, tmp_path):
     assert Path(workers["new"].info["file"]).resolve() == ROOT / "staircase_lib" / "__init__.py"
     assert workers["new"].info["threads"] == 1
@@ -36,6 +37,7 @@ def test_worker_imports_the_library_from_its_tree_and_runs_on_its_threads(bench,
         workers["new"].call("no_such_measurement")
 
 
+@pytest.mark.slow
 def test_loops_alternate_every_contender_and_compare_with_the_old_engine(bench, workers):
     loops = bench.measure_loops(workers, steps=3, repeats=2, arch=TINY)
     assert set(loops.seconds) == {"kernel", "autograd", "plain_presampled", "plain_per_step", "plain_compiled",
@@ -47,12 +49,14 @@ def test_loops_alternate_every_contender_and_compare_with_the_old_engine(bench, 
     assert any("the baseline library" in n for n in names)
 
 
+@pytest.mark.slow
 def test_two_thread_rows_get_their_own_steps_and_repeats(bench, workers):
     loops = bench.measure_loops({"new2": workers["new"]}, steps=4, repeats=3, arch=TINY, steps_2t=2, repeats_2t=1)
     assert len(loops.seconds["kernel_2t"]) == 1 and loops.step_counts == {"kernel_2t": 2}
     assert loops.ms("kernel_2t") == pytest.approx(1e3 * loops.seconds["kernel_2t"][0] / 2)
 
 
+@pytest.mark.slow
 def test_ensemble_against_sequential_runs_old_and_new(bench, workers):
     result = bench.measure_ensemble(workers, k=2, steps=3, repeats=2, arch=TINY)
     for engine in ("new", "old", "start"):
@@ -63,6 +67,7 @@ def test_ensemble_against_sequential_runs_old_and_new(bench, workers):
     assert len(answer["each"]) == 2 and answer["seconds"] == pytest.approx(sum(answer["each"]))
 
 
+@pytest.mark.slow
 def test_flops_of_one_step(bench, workers):
     parts = bench.step_flops()
     V, L, C, d, m, N = 64, 3, 4, 32, 256, 512
@@ -97,6 +102,7 @@ def _notebook(path: Path, *sources: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_chapters_alone_under_load_and_failing(bench, tmp_path):
     good = _notebook(tmp_path / "01_good.ipynb",
                      "import os, sys\nblock = bytearray(64 * 2**20)\nassert os.environ['STAIRCASE_HEADLESS'] == '1'\n"
@@ -181,6 +187,7 @@ def test_report_lists_tables_targets_and_a_paragraph_per_miss(bench):
     assert "no claim either way" in text and "a failing cell" not in text
 
 
+@pytest.mark.slow
 def test_main_writes_results_and_fails_only_on_a_missed_target(bench, tmp_path):
     good = _notebook(tmp_path / "01_good.ipynb", "x = 1")
     output = tmp_path / "RESULTS.md"

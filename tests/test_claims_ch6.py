@@ -78,6 +78,7 @@ def _frozen_arms(seeds, steps=2000):
     return task, structured, control, runs[:k], runs[k:2 * k], runs[2 * k:]
 
 
+@pytest.mark.slow
 def test_frozen_claims_on_new_seeds_and_the_wrong_structure_control():
     """Seeds 3 and 4 (the book uses 0-2). The K0 + K2 control, same spectrum and no g1, crosses the pair level
     of the *loss* (it learns the triple rule) but never the pair margin: read from the loss it would pass."""
@@ -180,6 +181,7 @@ def test_hold_mirror_keeps_both_orders_of_the_pair_out_of_training():
     assert (2, 3) in {tuple(r) for r in sl.tasks.AnchorTask(held_out=(3, 2)).dataset().tokens[:, 1:].tolist()}
 
 
+@pytest.mark.slow
 def test_composition_generalizes_on_new_seeds_with_both_mirrors_held_out():
     """Seeds 3 and 4 (the book uses 0 and 1), the chapter's pure-task settings; at large init the same task
     is the null (it fits its training pairs and misses the unseen ones)."""
@@ -249,6 +251,7 @@ def test_the_recorded_transplant_claims_hold_and_fail_when_the_arms_are_relabell
     assert not ch6.norm_helps(times["fresh"], times["transplant"], steps, steps)
 
 
+@pytest.mark.slow
 def test_the_transplant_script_runs_at_tiny_size(tmp_path):
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "transplant.json"
