@@ -1,4 +1,4 @@
-"""Ensembles (staircase_lib.training.train_ensemble, alias sl.ensemble.train_ensemble): a batched member is the
+"""Ensembles (staircase_lib.training.train_ensemble): a batched member is the
 single run it stands for, on both engines."""
 from __future__ import annotations
 

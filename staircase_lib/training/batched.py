@@ -19,7 +19,8 @@ from torch.nn import functional as F
 
 from .data import as_batches
 
-__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "member_losses", "member_accuracies"]
+__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "member_losses", "member_accuracies",
+           "wrapped_logits"]
 
 
 ADAM_DEFAULTS = dict(beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
@@ -60,20 +61,32 @@ class _Method(nn.Module):
         return getattr(self.model, self.name)(*args)
 
 
+def wrapped_logits(model: nn.Module, wrap: Callable[[nn.Module], nn.Module] | None) -> Callable:
+    """What a training step calls for ``model.logits``: the model's own method, or ``wrap`` of a module whose
+    forward is that method (e.g. ``DistributedDataParallel``)."""
+    if wrap is None:
+        return model.logits
+    wrapped = wrap(_Method(model, "logits"))
+    if not callable(wrapped):
+        raise TypeError(f"wrap must return a module to call, got {type(wrapped).__name__}")
+    return wrapped
+
+
 class AutogradMembers:
     """K models trained together with autograd; the engine :func:`staircase_lib.training.loop.run` drives.
 
     ``step(tokens [K, n, L], labels)`` takes one optimizer step for every member; ``evaluate`` returns
     each member's loss and accuracy Tensor[K]; ``embeddings()`` Tensor[K, V, d]; ``snapshot(tokens)``
     the model's ``training_snapshot`` per member (dict of Tensor[K, ...]); ``write_back()`` leaves the
-    trained parameters in the member models.
+    trained parameters in the member models. Without ``optimizer`` it cannot ``step``: it only watches the
+    models (what :func:`staircase_lib.training.train` records of its one model).
 
     ``wrap`` (one member only) takes the module whose forward is the model's ``logits`` and returns the
     module the training steps call instead, e.g. ``torch.nn.parallel.DistributedDataParallel`` to average
     the gradients over processes; evaluation, embeddings and snapshots use the model itself.
     """
 
-    def __init__(self, models: list[nn.Module], optimizer: str, lr: float,
+    def __init__(self, models: list[nn.Module], optimizer: str | None = None, lr: float | None = None,
                  wrap: Callable[[nn.Module], nn.Module] | None = None):
         self.models = models
         self.template = models[0]
@@ -83,15 +96,14 @@ class AutogradMembers:
             params, _ = stack_module_state(models)  # leaves [K, ...], requires_grad as in the members
             self.params = params
         trainable = [p for p in self.params.values() if p.requires_grad]
-        self.optimizer = make_optimizer(optimizer, trainable, lr)
+        # without an optimizer it only watches (evaluate, embeddings, snapshot), as for train()'s own loop
+        self.optimizer = make_optimizer(optimizer, trainable, lr) if optimizer is not None else None
         self._logits = self._per_member("logits")
         self._train_logits = self._logits
         if wrap is not None:
             if len(models) != 1:
                 raise ValueError(f"wrap needs one model, got an ensemble of {len(models)}")
-            wrapped = wrap(_Method(self.template, "logits"))
-            if not callable(wrapped):
-                raise TypeError(f"wrap must return a module to call, got {type(wrapped).__name__}")
+            wrapped = wrapped_logits(self.template, wrap)
             self._train_logits = lambda tokens: wrapped(tokens[0]).unsqueeze(0)
         self._has_snapshot = callable(getattr(self.template, "training_snapshot", None))
 

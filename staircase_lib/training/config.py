@@ -13,7 +13,7 @@ __all__ = ["TrainConfig", "History", "record_steps"]
 
 OPTIMIZERS = ("adam", "sgd")
 RECORD_SCHEDULES = ("linear", "log")
-ENGINES = ("auto", "autograd")
+ENGINES = ("auto", "autograd", "kernel")
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class TrainConfig:
     person. ``freeze_embeddings=True`` freezes the embedding matrix (it stays bit-identical).
     ``engine="auto"`` trains an Emb-MLP on its hand-written batched kernel (faster on a CPU, same
     results up to float rounding) and every other model with autograd; ``"autograd"`` uses autograd
-    for every model.
+    for every model; ``"kernel"`` asks for the Emb-MLP kernel (a ``ValueError`` at training time for
+    any other model).
     """
 
     steps: int
