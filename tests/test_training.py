@@ -217,7 +217,7 @@ def test_engine_kernel_is_the_fast_path_and_refuses_what_it_cannot_train(task):
     """``engine="kernel"`` gives the run ``"auto"`` gives a plain Emb-MLP; for any other model, or through ``wrap``,
     it raises a ValueError naming the engine instead of silently training on autograd."""
     auto_model, kernel_model = small_model(), small_model()
-    auto = train(auto_model, task, config(steps=10))
+    auto = train(auto_model, task, config(steps=10, engine="auto"))
     kernel = train(kernel_model, task, config(steps=10, engine="kernel"))
     assert torch.equal(auto.loss, kernel.loss) and torch.equal(auto_model.embedding, kernel_model.embedding)
     with pytest.raises(ValueError, match="engine='kernel' trains plain EmbMLP models only, got EmbLinear"):
