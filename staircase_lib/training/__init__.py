@@ -24,7 +24,7 @@ from .data import BatchStream, evaluation_batches
 from .embmlp_kernel import EmbMLPKernel
 from .loop import Recorder, Records, run
 
-__all__ = ["TrainConfig", "History", "record_steps", "train", "train_ensemble", "check_probes"]
+__all__ = ["TrainConfig", "History", "record_steps", "train", "train_ensemble"]
 
 # attributes that must agree between the members of an ensemble (where a model has them)
 _ARCHITECTURE = ("vocab_size", "seq_len", "n_labels", "d_embed", "d_hidden", "activation", "pool", "n_layers",
