@@ -17,10 +17,11 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.nn import functional as F
 
+from ..metrics import attention_entropy
 from .data import as_batches
 
 __all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "member_losses", "member_accuracies",
-           "wrapped_logits"]
+           "wrapped_logits", "attention_records"]
 
 
 ADAM_DEFAULTS = dict(beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
@@ -48,6 +49,18 @@ def member_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 def member_accuracies(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Each member's accuracy (argmax prediction equals the label): Tensor[K]."""
     return (logits.argmax(-1) == labels).flatten(1).float().mean(1)
+
+
+def attention_records(snapshot: dict[str, torch.Tensor], causal: bool) -> dict[str, torch.Tensor]:
+    """What a run records of a model's snapshot: its ``attention_maps`` Tensor[N, layers, heads, L, L] become the
+    batch-mean map ``attention`` Tensor[layers, heads, L, L] and the batch-mean normalized entropy of every query
+    row ``attention_entropy`` Tensor[layers, heads, L] (:func:`staircase_lib.metrics.attention_entropy`); every
+    other entry is kept as it is."""
+    if "attention_maps" not in snapshot:
+        return snapshot
+    records = {key: value for key, value in snapshot.items() if key != "attention_maps"}
+    maps = snapshot["attention_maps"]
+    return {"attention": maps.mean(0), "attention_entropy": attention_entropy(maps, causal=causal).mean(0), **records}
 
 
 class _Method(nn.Module):
@@ -149,8 +162,10 @@ class AutogradMembers:
         if not self._has_snapshot:
             return {}
         wrapper = _Method(self.template, "training_snapshot")
-        outs = [functional_call(wrapper, {f"model.{name}": (value if len(self.models) == 1 else value[k])
-                                          for name, value in self.params.items()}, (tokens[k],))
+        outs = [attention_records(functional_call(wrapper, {f"model.{name}": (value if len(self.models) == 1
+                                                                      else value[k])
+                                                            for name, value in self.params.items()}, (tokens[k],)),
+                                  causal=bool(getattr(self.template, "causal", False)))
                 for k in range(len(self.models))]
         return {key: torch.stack([out[key] for out in outs]) for key in outs[0]}
 
