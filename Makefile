@@ -1,5 +1,6 @@
 # The Context Staircase: build the book and run every check.
 #   make book   execute every chapter and build the HTML into _build/html (strict)
+#   make check  ruff and the fast library tests (not slow, not book): the check before every commit, <= 2 minutes
 #   make test   ruff, library tests, student notebooks under nbval, strict book build, browser test
 #   make student  student notebooks (solutions replaced by stubs) in _build/student
 #   make book-student  the book built from the student notebooks (no solutions) into _build/html-student (strict)
@@ -34,7 +35,7 @@ NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
 # The kernels' network guard first on PYTHONPATH, from the one place that builds the offline environment.
 OFFLINE_PYTHONPATH := $(PY) -c 'from staircase_lib.offline import offline_pythonpath; print(offline_pythonpath())'
 
-.PHONY: install vendor book book-student test test-student-notebooks test-book-build bench student autograder clean distclean
+.PHONY: install vendor book book-student check test test-student-notebooks test-book-build bench student autograder clean distclean
 
 install: $(STAMP)
 
@@ -68,6 +69,12 @@ $(VENDOR): tools/vendor_js.sh tools/mathjax_hub_shim.js tools/widget_a11y.js
 
 book: $(STAMP) $(VENDOR)
 	$(build-book)
+
+# The quick check: the lint and every library test not marked slow (no kernel, no subprocess run, no trained claim
+# on new seeds; those are marked `slow`, see tests/conftest.py) and no book test. `make test` runs all of them.
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest tests -m "not slow and not book" -n 2 -q
 
 test: $(STAMP) $(VENDOR) $(OTTER_STAMP)
 	tools/install_chromium.sh

@@ -9,8 +9,9 @@ batch 512, the staircase task with strengths (0.15, 0.25, 0.55), on the CPU.
    from a pre-sampled tensor, or drawn with ``task.sample`` every step) and of the previous bench's
    ``DataLoader`` loop; the library at ``STAIRCASE_THREADS=2`` too;
 2. two earlier libraries, each checked out in a temporary ``git worktree``, side by side with this one, for one
-   run and for the 16-member ensemble: the previous engine (commit ``f6c941f``, before issue 12's rewrite) and the
-   library issue 24's consolidation started from (``fe41b23``);
+   run and for the 16-member ensemble: the previous engine (:data:`OLD_COMMIT`, the dedicated Emb-MLP loop before the
+   one batched loop) and the baseline library (:data:`BASELINE_COMMIT`, before the one-home-per-computation
+   consolidation), which a change must not be slower than;
 3. the 16-member ensemble against 16 sequential ``train`` runs, and the FLOP ceiling of one step;
 4. every chapter: time alone, peak memory, and time with one CPU-bound process beside it.
 
@@ -40,16 +41,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "worker.py"
-OLD_COMMIT = "f6c941f"  # the engine before issue 12's rewrite
-START_COMMIT = "fe41b23"  # the library on the day issue 24 (one home per computation) was filed
+OLD_COMMIT = "f6c941f"  # the previous engine: the dedicated Emb-MLP loop, before the one batched loop
+BASELINE_COMMIT = "fe41b23"  # the baseline library: before the one-home-per-computation consolidation
 
 ARCH = dict(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, activation="gelu")
 BATCH = 512
 THREADS = 1  # the library's default (staircase_lib.runtime.training_threads); the plain loops get the same
 
-# targets of issue 12
+# the speed targets of the training loop, the ensemble and the chapters
 TARGET_VS_OLD = 1.3  # new ms/step over old ms/step (one run, and the 16-member ensemble), at most
-TARGET_VS_START = 1.1  # issue 24: new ms/step over that of the library it started from (both runs), at most
+TARGET_VS_START = 1.1  # new ms/step over the baseline library's (one run and the ensemble), at most
 TARGET_VS_PLAIN = 2.0  # plain loop ms/step over the library's, at least
 TARGET_KERNEL_KEEP = 1.3  # delete the hand-written backward if autograd comes within this factor
 TARGET_SEQUENTIAL = 1.5  # 16 sequential runs over one ensemble of 16, at least
@@ -149,7 +150,7 @@ LOOP_CONTENDERS = {
                        "plain loop as above, model wrapped in `torch.compile` (compilation not timed)"),
     "dataloader": ("new", {"what": "dataloader"}, "previous reference: `DataLoader` + `Adam` (not fused)"),
     "old": ("old", {"what": "library"}, f"previous engine (`{OLD_COMMIT}`): `train`"),
-    "start": ("start", {"what": "library"}, f"the library issue 24 started from (`{START_COMMIT}`): `train`"),
+    "start": ("start", {"what": "library"}, f"the baseline library (`{BASELINE_COMMIT}`): `train`"),
     "kernel_2t": ("new2", {"what": "library"}, "`train`, default engine, `STAIRCASE_THREADS=2` (2 threads; "
                   "fewer steps and repeats, see below)"),
 }
@@ -448,7 +449,7 @@ def targets(loops: LoopResult | None, ensemble: EnsembleResult | None,
                          f"{r:.2f}x ({loops.ms('kernel'):.2f} vs {loops.ms('old'):.2f} ms/step)", r <= TARGET_VS_OLD))
         if loops.seconds.get("start"):
             r = loops.ratio("kernel", "start")
-            rows.append((f"one run: ms/step <= {TARGET_VS_START:g}x that of the library issue 24 started from",
+            rows.append((f"one run: ms/step <= {TARGET_VS_START:g}x that of the baseline library",
                          f"{r:.2f}x ({loops.ms('kernel'):.2f} vs {loops.ms('start'):.2f} ms/step)",
                          r <= TARGET_VS_START))
         r = loops.ratio(loops.plain, "kernel")
@@ -477,8 +478,8 @@ def targets(loops: LoopResult | None, ensemble: EnsembleResult | None,
                          "ms/step)", r <= TARGET_VS_OLD))
         if ensemble.ensemble.get("start"):
             r = ensemble.new_over_old("ensemble", "start")
-            rows.append((f"ensemble of {ensemble.k}: ms/step <= {TARGET_VS_START:g}x that of the library issue 24 "
-                         "started from", f"{r:.2f}x ({ensemble.ms('ensemble', 'new'):.2f} vs "
+            rows.append((f"ensemble of {ensemble.k}: ms/step <= {TARGET_VS_START:g}x that of the baseline library",
+                         f"{r:.2f}x ({ensemble.ms('ensemble', 'new'):.2f} vs "
                          f"{ensemble.ms('ensemble', 'start'):.2f} ms/step)", r <= TARGET_VS_START))
         r = ensemble.sequential_over_ensemble("new")
         rows.append((f"ensemble of {ensemble.k} >= {TARGET_SEQUENTIAL:g}x faster than {ensemble.k} sequential runs",
@@ -537,7 +538,7 @@ def render(loops: LoopResult | None, ensemble: EnsembleResult | None, chapters: 
                 f"| engine | {e.k} sequential `train` runs, ms/step | one `train_ensemble` of {e.k}, ms/step | "
                 "sequential over ensemble |", "|---|---:|---:|---:|"]
         labels = {"new": "new (this tree)", "old": f"old (`{OLD_COMMIT}`)",
-                  "start": f"issue 24's start (`{START_COMMIT}`)"}
+                  "start": f"the baseline library (`{BASELINE_COMMIT}`)"}
         for engine in e.ensemble:
             label = labels[engine]
             out.append(f"| {label} | {e.ms('sequential', engine):.2f} | {e.ms('ensemble', engine):.2f} | "
@@ -546,7 +547,7 @@ def render(loops: LoopResult | None, ensemble: EnsembleResult | None, chapters: 
             out += ["", f"New over old: one ensemble **{e.new_over_old('ensemble'):.2f}x**, "
                     f"{e.k} sequential runs {e.new_over_old('sequential'):.2f}x."]
         if e.ensemble.get("start"):
-            out += ["", f"New over issue 24's start: one ensemble **{e.new_over_old('ensemble', 'start'):.2f}x**, "
+            out += ["", f"New over the baseline library: one ensemble **{e.new_over_old('ensemble', 'start'):.2f}x**, "
                     f"{e.k} sequential runs {e.new_over_old('sequential', 'start'):.2f}x."]
         if old_note and not e.ensemble.get("old"):
             out += ["", f"Earlier libraries: {old_note}."]
@@ -636,7 +637,7 @@ def explain_misses(loops: LoopResult | None, ensemble: EnsembleResult | None, ch
             return [x / y for x, y in zip(a, b)]
 
         texts["one run: ms/step <="] = (
-            f"this tree took {loops.ms('kernel'):.3f} ms/step and the library issue 24 started from "
+            f"this tree took {loops.ms('kernel'):.3f} ms/step and the baseline library "
             f"{loops.ms('start'):.3f}, at one thread each, alternating in this run "
             f"({_spread(ratios('kernel', 'start'))}; {load}). The bench times whole `train` calls and does not "
             "split a step into parts.")
@@ -670,7 +671,7 @@ def explain_misses(loops: LoopResult | None, ensemble: EnsembleResult | None, ch
         if ensemble.ensemble.get("start"):
             texts[f"ensemble of {ensemble.k}: ms/step <="] = (
                 f"this tree's ensemble of {ensemble.k} took {ensemble.ms('ensemble', 'new'):.2f} ms/step and that "
-                f"of the library issue 24 started from {ensemble.ms('ensemble', 'start'):.2f} "
+                f"of the baseline library {ensemble.ms('ensemble', 'start'):.2f} "
                 f"({_spread(eratios('new', 'ensemble', 'start', 'ensemble'))}; {load}).")
         if ensemble.ensemble.get("old"):
             texts["new ms/step <= "] = (
@@ -712,7 +713,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="notebooks to execute (default: chapters/[0-9][0-9]_*.ipynb)")
     parser.add_argument("--no-load", action="store_true", help="skip the chapters' runs under load")
     parser.add_argument("--old-commit", default=OLD_COMMIT)
-    parser.add_argument("--start-commit", default=START_COMMIT, help="the library issue 24 started from")
+    parser.add_argument("--start-commit", default=BASELINE_COMMIT, help="the baseline library's commit")
     parser.add_argument("--skip", nargs="*", default=[], choices=["loops", "ensemble", "old", "chapters"],
                         help="old: both earlier libraries")
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
@@ -747,7 +748,7 @@ def main(argv: list[str] | None = None) -> int:
                 workers["new2"] = Worker("new2", ROOT, threads=2, env={"STAIRCASE_THREADS": "2"})
                 info = workers["new"].info
                 old_note = "; ".join(f"{name}, {old_engine_note(tree, 'old' in args.skip)}" for name, tree in
-                                     (("previous engine", old), ("issue 24's start", start)))
+                                     (("previous engine", old), ("the baseline library", start)))
                 for name, tree in (("old", old), ("start", start)):
                     if "old" not in args.skip and tree.path is not None:
                         workers[name] = Worker(name, tree.path)

@@ -142,7 +142,7 @@ def ensemble(k: int, steps: int, arch: dict) -> dict:
     """One ``train_ensemble`` of the same K members."""
     try:
         from staircase_lib.training import train_ensemble
-    except ImportError:  # the old engine's tree (f6c941f) kept it in staircase_lib.ensemble
+    except ImportError:  # the previous engine's tree (bench.OLD_COMMIT) kept it in staircase_lib.ensemble
         from staircase_lib.ensemble import train_ensemble
 
     task, (models, seeds) = _task(), _members(k, arch)

@@ -1,8 +1,10 @@
 """staircase_lib: the shared library of the Context Staircase course.
 
-Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it):
-``_checks``/``_version``/``runtime``/``cache`` -> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``
--> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets``
+Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it, and that this list
+is its list):
+``_checks``/``_version``/``runtime``/``cache``/``projects``/``offline``
+-> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``/``text_corpus`` -> ``models``
+-> ``training``/``theory`` -> ``plotting``/``widgets``
 -> ``exercises``/``coursework``/``session``/``claims``/``recordings``.
 """
 from ._version import __version__
@@ -32,11 +34,3 @@ __all__ = [
     "widgets",
 ]
 
-
-def __getattr__(name: str):
-    """``sl.ensemble``, the deprecated home of ``train_ensemble``, loads on first use (the book never uses it)."""
-    if name == "ensemble":  # import_module, not "from . import": that would ask this function again
-        import importlib
-
-        return importlib.import_module(".ensemble", __name__)
-    raise AttributeError(f"module 'staircase_lib' has no attribute {name!r}")

@@ -26,7 +26,7 @@ from .tasks import conditional_table, count_table
 from .tasks.next_token import NextTokenSequences, NextTokenWindows
 from .text_corpus import TextCorpus  # the real-text corpus, in its own module
 
-__all__ = ["CONTENT_POS", "WordTokenizer", "TinyCorpus", "TextCorpus", "NextTokenWindows", "NextTokenSequences"]
+__all__ = ["TinyCorpus", "TextCorpus", "NextTokenWindows", "NextTokenSequences"]
 
 CONTENT_POS = ("subject", "object", "place")
 """The three noun slots whose words carry a semantic class (the content words)."""

@@ -10,7 +10,7 @@ import torch
 
 from ._checks import check_nonnegative_int
 
-__all__ = ["ORDER_COLORS", "ORDER_LINESTYLES", "ORDER_MARKERS", "ORDER_STYLES", "order_style", "use_course_style",
+__all__ = ["ORDER_COLORS", "order_style", "use_course_style",
            "signature_heatmap", "kernel_heatmap", "staircase_plot", "alignment_plot", "attention_heatmap",
            "level_lines", "twin_legend", "median_band", "loss_twin"]
 

@@ -4,10 +4,8 @@ Positions are 0-based. Rows (or cells) of tokens that never occur are NaN, never
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import math
-import warnings
 from typing import Callable, Sequence
 
 import torch
@@ -27,19 +25,6 @@ __all__ = [
     "kernel_from_signature",
     "spectral_embedding",
 ]
-
-
-def _accepts_n_tokens(function: Callable) -> Callable:
-    """Keep the old keyword ``n_tokens`` working (with a DeprecationWarning): the library says ``vocab_size``."""
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        if "n_tokens" in kwargs:
-            if "vocab_size" in kwargs:
-                raise TypeError(f"{function.__name__}() got both vocab_size and its old name n_tokens")
-            warnings.warn(f"{function.__name__}(n_tokens=...) is now vocab_size=...", DeprecationWarning, stacklevel=2)
-            kwargs["vocab_size"] = kwargs.pop("n_tokens")
-        return function(*args, **kwargs)
-    return wrapper
 
 
 def _check_data(tokens, labels, vocab_size, n_labels):
@@ -78,7 +63,6 @@ def label_marginal(labels: torch.Tensor, n_labels: int) -> torch.Tensor:
     return torch.bincount(labels, minlength=n_labels).to(torch.get_default_dtype()) / labels.shape[0]
 
 
-@_accepts_n_tokens
 def conditional_label_distribution(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequence[int],
                                    vocab_size: int, n_labels: int, smoothing: float = 0.0) -> torch.Tensor:
     """Counted ``P(y | x_B)`` for positions ``B``: Tensor[V, ..., V, C]; NaN where ``x_B`` never occurs."""
@@ -89,7 +73,6 @@ def conditional_label_distribution(tokens: torch.Tensor, labels: torch.Tensor, p
     return conditional_table(counts, smoothing).to(torch.get_default_dtype())
 
 
-@_accepts_n_tokens
 def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, vocab_size: int, n_labels: int,
                     smoothing: float = 0.0) -> torch.Tensor:
     """Order-0 positional signature ``psi^(i)_v(y) = P(y | x_i = v)`` (eq. 1.1): Tensor[V, C].
@@ -101,7 +84,6 @@ def label_signature(tokens: torch.Tensor, labels: torch.Tensor, position: int, v
     return conditional_label_distribution(tokens, labels, [position], vocab_size, n_labels, smoothing)
 
 
-@_accepts_n_tokens
 def signature_drive(tokens: torch.Tensor, labels: torch.Tensor, vocab_size: int, n_labels: int,
                     position: int | None = None, reference: torch.Tensor | None = None) -> torch.Tensor:
     """Signature drive ``S^(i) = E[1[x_i = v] (delta_y - q)]`` (eq. 1.3): Tensor[V, C].
@@ -153,7 +135,6 @@ def mobius_residual(conditional: Callable[[list[int]], torch.Tensor], positions:
     return total
 
 
-@_accepts_n_tokens
 def pure_signature(tokens: torch.Tensor, labels: torch.Tensor, positions: Sequence[int], vocab_size: int,
                    n_labels: int) -> torch.Tensor:
     """Counted pure order-k signature ``Delta^(i;J)`` for ``positions = (i, j_1, ..., j_k)``: Tensor[V]*(k+1) + [C].
@@ -189,7 +170,6 @@ def kernel_from_signature(delta: torch.Tensor, context_weights: torch.Tensor | N
     return (rows @ rows.T).to(torch.get_default_dtype())
 
 
-@_accepts_n_tokens
 def signature_kernel(tokens: torch.Tensor, labels: torch.Tensor, order: int, vocab_size: int,
                      n_labels: int) -> torch.Tensor:
     """Counted pure order-k token kernel ``K^(k)`` (eq. 1.10): Tensor[V, V].

@@ -33,8 +33,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .runtime import is_headless
 
-__all__ = ["default_value", "explore", "scrubber", "book_view", "live_view", "grid_values", "pick_frames",
-           "describe_figure", "explorer_mode", "precompute_report", "MAX_SETTINGS", "PRECOMPUTE_LOG"]
+# What the chapters call; the views and helpers below them are importable, but not the widgets' public face.
+__all__ = ["explore", "scrubber", "precompute_report"]
 
 MAX_SETTINGS = 48
 """Most settings one explorer may precompute for the book unless its call raises ``max_settings``."""

@@ -28,6 +28,23 @@ torch.set_num_threads(1)
 settings.register_profile("staircase", max_examples=25, deadline=None)
 settings.load_profile("staircase")
 
+# `make check` runs the tests not marked slow (each of those takes seconds: a kernel, a subprocess, a trained run);
+# most slow tests carry @pytest.mark.slow where they are written. These two files are marked from here instead, by
+# test name (tests/test_slow_marks.py checks that every name is still a test there).
+SLOW_ELSEWHERE = {
+    "test_claims_ch4.py": {"test_new_seeds_follow_the_gradient_descent_law",
+                           "test_new_seeds_rise_in_order_and_rest_on_level_1",
+                           "test_sweep_script_runs_at_tiny_size_and_its_cut_off_result_fails_the_claim"},
+    "test_claims_ch8.py": {"test_the_bigram_and_plateau_claims_fail_on_a_shuffled_corpus"},
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark the tests named in :data:`SLOW_ELSEWHERE` slow (before ``-m`` selects)."""
+    for item in items:
+        if getattr(item, "originalname", item.name) in SLOW_ELSEWHERE.get(item.path.name, ()):
+            item.add_marker(pytest.mark.slow)
+
 
 def import_script(path: Path) -> Iterator[ModuleType]:
     """Import a script outside any package (a tool, the bench) as a module named after its file, and yield it;

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import staircase_lib as sl
@@ -202,6 +203,7 @@ def test_live_reproduces_recorded_holds_on_the_overlap_and_fails_for_the_other_t
     assert not ch5.live_reproduces_recorded(later, recorded), "events three times later"
 
 
+@pytest.mark.slow
 def test_the_recording_script_runs_at_tiny_size(tmp_path):
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "ch5.json"
@@ -246,6 +248,7 @@ def _train_recording_norms(seed, task, steps=120):
     return torch.arange(steps + 1), T(values), T(keys)
 
 
+@pytest.mark.slow
 def test_value_path_before_query_key_holds_on_new_seeds_and_fails_on_swapped_or_flat_curves():
     strengths = (0.15, 0.45, 0.35)
     runs = [_train_recording_norms(seed, sl.tasks.StaircaseTask(strengths=strengths, reverse=reverse))
@@ -285,6 +288,7 @@ def test_entropy_drop_and_bag_of_tokens_hold_on_the_recorded_seeds_the_page_does
         assert claim, (run["seed"], claim)
 
 
+@pytest.mark.slow
 def test_label_free_dip_holds_on_new_seeds_and_fails_without_a_dip():
     """Live, on seeds the page does not use (model and data seeds 6 and 7): the forward task and the null task
     (labels independent of the tokens) both dip below 3/4 of chance in the first 30 steps. Nulls: a null run that

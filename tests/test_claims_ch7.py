@@ -70,13 +70,6 @@ def test_ring_and_arc_tell_the_shapes_apart():
     assert not ch7.no_ring_at_large_init([g["in order"] for g in rings])
 
 
-def test_order_in_first_stage_fails_on_an_untrained_model():
-    model = sl.models.EmbMLP(N, 2, 59, d_embed=32, d_hidden=64, gamma=0.25, seed=0)
-    untrained = ch7.geometry(model.embedding.detach(), INTEGER)["spearman"]
-    assert not ch7.order_in_first_stage([untrained, untrained])
-    assert ch7.order_in_first_stage([0.9, 0.95])
-
-
 # ----- the trained claims on seeds the book does not use (model seeds 3, 4; pair split 3) -----------------
 NEW_SEEDS = [3, 4]
 
@@ -122,6 +115,7 @@ def _col(rows, key):
     return [r[key] for r in rows]
 
 
+@pytest.mark.slow
 def test_new_seeds_order_pc1_arc_and_ring(fresh_runs):
     small, large, ring = fresh_runs["small"], fresh_runs["large"], fresh_runs["ring"]
     assert ch7.signature_order(_col(small, "spearman")), small
@@ -136,6 +130,7 @@ def test_new_seeds_order_pc1_arc_and_ring(fresh_runs):
     assert not ch7.arc(_col(ring, "coverage"))  # a ring is not an arc
 
 
+@pytest.mark.slow
 def test_new_seeds_large_init_learns_without_order(fresh_runs):
     small, large = fresh_runs["small"], fresh_runs["large"]
     assert ch7.learned_without_order(_col(large, "spearman"), _col(large, "accuracy")), large
@@ -144,6 +139,7 @@ def test_new_seeds_large_init_learns_without_order(fresh_runs):
     assert not ch7.no_ring_at_large_init(_col(fresh_runs["ring"], "in order"))
 
 
+@pytest.mark.slow
 def test_new_seeds_order_before_accuracy(fresh_runs):
     small = fresh_runs["small"] + fresh_runs["ring"]
     assert ch7.order_before_accuracy(_col(small, "order step"), _col(small, "accuracy step")), small
@@ -159,6 +155,7 @@ def test_order_before_accuracy_fails_when_accuracy_comes_first():
         ch7.order_before_accuracy([1], [2, 3])
 
 
+@pytest.mark.slow
 def test_new_seeds_keep_initial_geometry_only_at_large_init(fresh_runs):
     small, large = _col(fresh_runs["small"], "cka init"), _col(fresh_runs["large"], "cka init")
     assert ch7.keeps_initial_geometry(large, small), (large, small)
@@ -170,6 +167,7 @@ def test_new_seeds_keep_initial_geometry_only_at_large_init(fresh_runs):
     assert not ch7.keeps_initial_geometry(large, [still])
 
 
+@pytest.mark.slow
 def test_new_seeds_generalize_to_held_out_pairs(fresh_runs):
     small, large = fresh_runs["small"], fresh_runs["large"]
     held_small, held_large = _col(small, "held out"), _col(large, "held out")
@@ -193,6 +191,7 @@ def test_split_pairs_partitions_the_table():
         sl.tasks.AdditionTask(N, pairs=torch.ones(3, 3, dtype=torch.bool))
 
 
+@pytest.mark.slow
 def test_new_seeds_order_without_generalization(fresh_runs):
     mixed, small = fresh_runs["mixed"], fresh_runs["small"]
     assert ch7.order_without_generalization(_col(mixed, "spearman"), _col(mixed, "pc1"), _col(mixed, "held out")), mixed

@@ -2,6 +2,7 @@
 curves without the phenomenon, runs cut off before their stair, an untrained model, large initialization)."""
 import math
 
+import pytest
 import torch
 
 import staircase_lib as sl
@@ -77,6 +78,7 @@ def _emb_mlp_times(gamma, steps, lr=2e-2, seeds=(0, 1)):
     return runs[0].steps, curves, [sl.metrics.stair_times(runs[0].steps, c) for c in curves]
 
 
+@pytest.mark.slow
 def test_claims_fail_on_an_untrained_model_a_cut_off_run_and_large_init():
     # an untrained model (learning rate ~0): its embeddings never move, no stair rises
     steps, curves, times = _emb_mlp_times(1.0, 200, lr=1e-9)
@@ -133,6 +135,7 @@ def test_claims_hold_on_new_seeds_and_fail_under_the_large_init_control():
     assert not ch9.order0_first(att)
 
 
+@pytest.mark.slow
 def test_live_new_seeds_reproduce_the_claims():
     """Two seeds the chapter does not use, trained live at the chapter's settings (Emb-MLP and transformer)."""
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.45, 0.35), reverse=True)
@@ -169,6 +172,7 @@ def test_new_claim_arguments_fail_on_nulls():
     assert ch9.no_staircase_at_large_init([[400, 100], [None, 90]])
 
 
+@pytest.mark.slow
 def test_language_model_order_on_new_seeds():
     """The window-MLP language model at the chapter's settings on two seeds it does not use (0-1): the noun-slot
     stair comes before the class stair. At gamma 0.25 the claim fails, but only because the class stair does not

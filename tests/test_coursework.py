@@ -126,6 +126,7 @@ def test_a_stub_keeps_signature_and_docstring_and_raises_with_the_exercise_id():
         coursework.stub_source("def helper(x):\n    return x\n")
 
 
+@pytest.mark.slow
 def test_make_student_writes_one_notebook_per_chapter_without_solution_code(tmp_path):
     assert STUDENT_COMMAND in (ROOT / "Makefile").read_text(), "the Makefile's student target runs this command"
     command = STUDENT_COMMAND.replace("$(PY)", sys.executable).replace("_build/student", str(tmp_path)).split()
@@ -196,6 +197,7 @@ def graded_wrong(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
     return done, json.loads((folder / "report.json").read_text()) if done.returncode == 0 else {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chapter", sorted(SOLUTIONS))
 def test_round_trip_stubs_are_not_attempted_and_solutions_pass(chapter, graded_stubs, graded_solutions):
     ids = [i for i, _, _ in SOLUTIONS[chapter]]
@@ -203,6 +205,7 @@ def test_round_trip_stubs_are_not_attempted_and_solutions_pass(chapter, graded_s
     assert {i: _statuses(graded_solutions)[i] for i in ids} == {i: "passed" for i in ids}, graded_solutions.table()
 
 
+@pytest.mark.slow
 def test_the_round_trip_grades_every_exercise_and_totals(graded_stubs, graded_solutions):
     by_id = sorted((i for _, i, _, _ in ALL), key=lambda i: tuple(int(n) for n in i.removeprefix("ex-").split(".")))
     assert list(_statuses(graded_solutions)) == by_id, "every exercise, in id order"
@@ -211,6 +214,7 @@ def test_the_round_trip_grades_every_exercise_and_totals(graded_stubs, graded_so
     assert all("still raises NotImplementedError" in m for m in _messages(graded_stubs).values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrong_id", sorted(WRONG))
 def test_a_wrong_answer_fails_with_a_helpful_message_and_exit_status_0(wrong_id, graded_wrong):
     done, report = graded_wrong
@@ -225,6 +229,7 @@ def test_a_wrong_answer_fails_with_a_helpful_message_and_exit_status_0(wrong_id,
     assert set(right.values()) == {"passed"} and report["passed"] == len(ALL) - len(WRONG), right
 
 
+@pytest.mark.slow
 def test_a_broken_notebook_still_gets_a_clear_grade_for_every_exercise(tmp_path):
     chapter_1, chapter_2 = (dict((i, (s, c)) for i, s, c in SOLUTIONS[n]) for n in sorted(SOLUTIONS)[:2])
     path = _notebook(tmp_path, "broken", [
@@ -250,6 +255,7 @@ def test_a_broken_notebook_still_gets_a_clear_grade_for_every_exercise(tmp_path)
     assert "Traceback" not in report.table() and "Total: 1/5 passed, 3 failed, 1 not attempted" in report.table()
 
 
+@pytest.mark.slow
 def test_a_cell_that_ignores_the_interrupt_gets_the_kernel_restarted(tmp_path):
     chapter_1 = dict((i, (s, c)) for i, s, c in SOLUTIONS["01_probability_signatures"])
     stubborn = "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n" \

@@ -90,6 +90,7 @@ def _statuses(book: dict, student: str) -> dict[str, str]:
     return {e: r["status"] for e, r in book[student].items() if e}
 
 
+@pytest.mark.slow
 def test_the_gradebook_has_a_row_per_exercise_with_points_from_the_registry(graded_class):
     result, book, _, _ = graded_class
     assert tuple(next(iter(book["alice"].values()))) == coursework.GRADEBOOK_COLUMNS
@@ -103,6 +104,7 @@ def test_the_gradebook_has_a_row_per_exercise_with_points_from_the_registry(grad
     assert result.totals()["alice"] == (sum(points.values()), sum(points.values()))
 
 
+@pytest.mark.slow
 def test_a_notebook_that_cannot_be_graded_gets_one_row_saying_why(graded_class):
     _, book, _, _ = graded_class
     for student, reason in [("carol", "not a readable Jupyter notebook"), ("judy", "no registered exercise"),
@@ -111,6 +113,7 @@ def test_a_notebook_that_cannot_be_graded_gets_one_row_saying_why(graded_class):
         assert book[student][""]["status"] == "not graded" and reason in book[student][""]["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("student, cell_error", [
     ("dave", f"cell 2: CellTimeoutError: the cell ran longer than {TIMEOUT} s"),
     ("erin", f"cell 2: MemoryError: the cell needed more memory than the limit of {MEMORY_MB} MiB"),
@@ -129,6 +132,7 @@ def test_a_submission_that_misbehaves_is_stopped_and_gets_a_clear_row(student, c
         assert "(cell 5) raised NotRun" in book[student]["ex-1.1"]["message"]
 
 
+@pytest.mark.slow
 def test_each_submission_stays_within_its_limits_and_the_class_in_parallel(graded_class):
     result, _, _, seconds = graded_class
     reports = [r for r in result.reports.values() if isinstance(r, coursework.Report)]
@@ -140,6 +144,7 @@ def test_each_submission_stays_within_its_limits_and_the_class_in_parallel(grade
     assert all(r.limits == f"{TIMEOUT} s per cell, {TIME_LIMIT:g} s in all, {MEMORY_MB} MiB, offline" for r in reports)
 
 
+@pytest.mark.slow
 def test_a_project_gets_its_numbers_checked_and_its_rubric_as_a_checklist(graded_class):
     result, book, _, _ = graded_class
     assert book["olivia"]["proj-9.99"]["status"] == "rubric to fill in"
@@ -153,6 +158,7 @@ def test_a_project_gets_its_numbers_checked_and_its_rubric_as_a_checklist(graded
     assert json.loads(json.dumps(report.to_json()))["projects"][0]["numbers"][2]["status"] == "not reported"
 
 
+@pytest.mark.slow
 def test_the_summary_counts_each_exercise_and_names_the_commonest_failure(graded_class):
     _, _, summary, _ = graded_class
     by_id = {row["exercise"]: row for row in summary}

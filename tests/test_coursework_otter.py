@@ -89,6 +89,7 @@ def test_the_export_writes_a_test_per_exercise_that_calls_the_registrys_check(tm
     assert "staircase-lib @ git+" in (folders[0] / "requirements.txt").read_text()
 
 
+@pytest.mark.slow
 def test_run_check_passes_a_right_answer_and_explains_a_wrong_one():
     """run_check reloads the exercise registry (undoing whatever a learner's namespace did to the checks), as it
     must in otter's kernel; so it runs in a process of its own here, and this test session keeps its registry."""

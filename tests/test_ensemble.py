@@ -1,4 +1,4 @@
-"""Ensembles (staircase_lib.training.train_ensemble, alias sl.ensemble.train_ensemble): a batched member is the
+"""Ensembles (staircase_lib.training.train_ensemble): a batched member is the
 single run it stands for, on both engines."""
 from __future__ import annotations
 
@@ -165,8 +165,8 @@ def test_bad_inputs_raise_with_the_argument_name():
         train_ensemble([good[0], good[0]], TASK, config)
     with pytest.raises(TypeError, match=r"models\[0\]"):
         train_ensemble(["not a model"], TASK, config)
-    with pytest.raises(ValueError, match="tasks"), pytest.warns(DeprecationWarning, match="old spelling"):
-        train_ensemble(good, None, config, tasks=[TASK])
+    with pytest.raises(ValueError, match="task must be given"):
+        train_ensemble(good, None, config)
     with pytest.raises(ValueError, match="task"):
         train_ensemble(good, [TASK, TASK, TASK], config)
     with pytest.raises(ValueError, match="task"):
@@ -178,11 +178,3 @@ def test_bad_inputs_raise_with_the_argument_name():
     with pytest.raises(TypeError, match="config"):
         train_ensemble(good, TASK, {"steps": 10})
 
-
-def test_the_old_home_sl_ensemble_still_works_and_warns():
-    import staircase_lib as sl
-
-    members = [EmbMLP(**SMALL), EmbMLP(**{**SMALL, "seed": 1})]
-    with pytest.warns(DeprecationWarning, match="sl.training.train_ensemble"):
-        histories = sl.ensemble.train_ensemble(members, TASK, small_config(steps=4, record_every=2))
-    assert len(histories) == 2 and sl.ensemble.train_ensemble.__module__ == "staircase_lib.ensemble"

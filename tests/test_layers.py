@@ -3,6 +3,7 @@ cycle cannot come back), and no module reaches for a private name (``_x``) of an
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ LAYERS = [
     {"models"},
     {"training", "theory"},
     {"plotting", "widgets"},
-    {"exercises", "coursework", "session", "ensemble", "claims", "recordings"},
+    {"exercises", "coursework", "session", "claims", "recordings"},
 ]
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 
@@ -85,6 +86,27 @@ def test_every_part_of_the_library_has_a_layer():
 @pytest.mark.parametrize("name,path", modules(), ids=[name for name, _ in modules()])
 def test_imports_go_down_the_layers_and_stay_public(name, path):
     assert violations(name, path) == []
+
+
+def documented_layers(docstring: str) -> list[set[str]]:
+    """The layer list of a package docstring: ``a``/``b`` -> ``c`` ..., lowest first, one set per layer."""
+    text = docstring.split("Layers,", 1)[1]
+    text = text[text.index("``"):].rstrip().rstrip(".")
+    return [set(re.findall(r"``(\w+)``", layer)) for layer in text.split("->")]
+
+
+def test_the_package_docstring_lists_these_layers():
+    import staircase_lib
+
+    assert documented_layers(staircase_lib.__doc__) == LAYERS, (
+        "the layer list in staircase_lib/__init__.py's docstring differs from LAYERS in this test")
+
+
+def test_the_docstring_reader_sees_a_missing_module():
+    """Negative control: a docstring that leaves a module out of a layer does not match."""
+    doc = "Layers, each importing only from its own or a lower one:\n``a``/``b`` -> ``c``\n-> ``d``.\n"
+    assert documented_layers(doc) == [{"a", "b"}, {"c"}, {"d"}]
+    assert documented_layers(doc.replace("``a``/", "")) != [{"a", "b"}, {"c"}, {"d"}]
 
 
 def test_the_checker_sees_a_violation(tmp_path):

@@ -1,5 +1,5 @@
 """Learner-facing text cites the book, never the design notes: no "THEORY" reference and no "prototype" in any
-chapter, appendix page or the welcome page (issue 13)."""
+chapter, appendix page or the welcome page."""
 from __future__ import annotations
 
 import re

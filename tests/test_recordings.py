@@ -36,6 +36,7 @@ def test_every_result_records_every_setting_of_its_recorder(name):
     assert set(recordings.settings_of(name)) == parameters
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,overrides", SHORT, ids=[name for name, _ in SHORT])
 def test_rerunning_a_cpu_recording_gives_its_records_back(name, overrides):
     shipped = results.recorded(name)

@@ -358,12 +358,3 @@ def test_spectral_embedding_ignores_negative_eigenvalues():
     embedding = spectral_embedding(kernel, 3)
     torch.testing.assert_close(embedding @ embedding.T, torch.diag(torch.tensor([2.0, 0.0, 0.5])), atol=1e-6, rtol=0)
 
-
-def test_the_old_keyword_n_tokens_still_works_with_a_deprecation_warning():
-    tokens, labels = random_data(0, 200, 3, 6, 4)
-    new = sg.label_signature(tokens, labels, 0, vocab_size=6, n_labels=4)
-    with pytest.warns(DeprecationWarning, match="vocab_size"):
-        old = sg.label_signature(tokens, labels, 0, n_tokens=6, n_labels=4)
-    assert torch.equal(torch.nan_to_num(new), torch.nan_to_num(old))
-    with pytest.raises(TypeError, match="both vocab_size and its old name"):
-        sg.signature_kernel(tokens, labels, 0, vocab_size=6, n_tokens=6, n_labels=4)

@@ -125,6 +125,7 @@ def test_kernels_are_symmetric_and_the_pair_residual_vanishes_on_a_chain_of_orde
     assert float(independent) > 0.2
 
 
+@pytest.mark.slow
 def test_python_docs_are_built_once_and_cached(tmp_path):
     first = TextCorpus.from_python_docs(vocab_size=64, cache_dir=tmp_path)
     files = list(tmp_path.glob("python_docs_*.txt"))

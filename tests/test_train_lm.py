@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+# every test starts the script in a new process (or two, under torchrun): tens of seconds each
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "train_lm.py"

@@ -212,6 +212,31 @@ def test_emb_mlp_takes_the_fast_path_and_matches_the_autograd_loop(task):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
+
+def test_engine_kernel_is_the_fast_path_and_refuses_what_it_cannot_train(task):
+    """``engine="kernel"`` gives the run ``"auto"`` gives a plain Emb-MLP; for any other model, or through ``wrap``,
+    it raises a ValueError naming the engine instead of silently training on autograd."""
+    auto_model, kernel_model = small_model(), small_model()
+    auto = train(auto_model, task, config(steps=10, engine="auto"))
+    kernel = train(kernel_model, task, config(steps=10, engine="kernel"))
+    assert torch.equal(auto.loss, kernel.loss) and torch.equal(auto_model.embedding, kernel_model.embedding)
+    with pytest.raises(ValueError, match="engine='kernel' trains plain EmbMLP models only, got EmbLinear"):
+        train(EmbLinear(64, 3, 4, d_embed=8), task, config(engine="kernel"))
+    with pytest.raises(ValueError, match="engine='kernel' trains plain EmbMLP models only, got ScaledMLP"):
+        sl.training.train_ensemble([ScaledMLP(64, 3, 4, d_embed=8, d_hidden=32)], task, config(engine="kernel"))
+    with pytest.raises(ValueError, match="engine='kernel' cannot train through wrap"):
+        train(small_model(), task, config(engine="kernel"), wrap=lambda m: m)
+
+
+def test_train_reads_as_the_loop_it_runs():
+    """``sl.training.train??`` shows the training step itself: forward, loss, backward, optimizer step."""
+    import inspect
+
+    source = inspect.getsource(train)
+    steps = ["logits = forward(tokens)", "loss = F.cross_entropy(", "loss.backward()", "optimizer.step()"]
+    assert all(s in source for s in steps), [s for s in steps if s not in source]
+    assert [source.index(s) for s in steps] == sorted(source.index(s) for s in steps), "in that order"
+
 def test_a_subclass_trains_on_the_generic_loop(task):
     model = ScaledMLP(64, 3, 4, d_embed=8, d_hidden=32, gamma=0.5)
     history = train(model, task, config(steps=10))

@@ -15,7 +15,7 @@ from .base import Claim, reproduces, table  # table: kept as ch5.table for the c
 
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
            "bag_of_tokens_first", "label_free_dip", "entropy_drops_with_pair_stair", "saturation_trap",
-           "collapse_without_trap", "live_reproduces_recorded", "pair_progress", "pair_stair_stalls", "growth_time",
+           "collapse_without_trap", "live_reproduces_recorded", "pair_progress", "pair_stair_stalls",
            "value_path_before_query_key", "table"]
 
 

@@ -22,7 +22,7 @@ from .base import Claim
 
 __all__ = ["crossing_times", "pair_rule_probes", "pair_margin", "pair_margin_level", "pair_stair_times",
            "spectrum_matched", "frozen_speedup", "no_pair_without_g1", "structure_helps_early",
-           "transplant_no_head_start", "paired_lead", "no_head_start", "norm_helps",
+           "paired_lead", "no_head_start", "norm_helps",
            "reasoning_first", "together_at_large_init", "reasoning_keys_ordered",
            "composition_generalizes", "donors_reproduce_recorded"]
 
@@ -139,25 +139,6 @@ def structure_helps_early(t_structured: Times, t_random: Times, final_structured
     return Claim(f"structured arm >= {threshold:g}x sooner at the pair stair, and the random arm's median final "
                  "loss at or below the structured arm's", holds,
                  {"speedup": early.numbers["speedup"], "final_structured": med_s, "final_random": med_r})
-
-
-def transplant_no_head_start(t_transplant: Times, t_same_norm: Times, steps_transplant: int,
-                             steps_same_norm: int, tolerance: float = 1.25) -> Claim:
-    """A random embedding of the donor's norm reaches the pair stair no later than ``tolerance`` times the
-    transplant's time (medians). Fails if any run is censored or the arms trained different numbers of steps.
-
-    Kept for old notebooks: on three seeds it cannot tell arms apart (most relabellings pass). The chapter
-    uses the paired tests :func:`no_head_start` and :func:`norm_helps`."""
-    censored = (_censored(t_transplant), _censored(t_same_norm))
-    med_t, med_n = _median(t_transplant), _median(t_same_norm)
-    ratio = med_n / med_t if censored == (0, 0) and med_t > 0 else float("nan")
-    holds = (steps_transplant == steps_same_norm and censored == (0, 0) and len(t_transplant) > 0
-             and ratio <= tolerance)
-    return Claim(f"a random embedding of the donor's norm reaches the pair stair within {tolerance:g}x of the "
-                 "transplant (medians), no run censored, equal run lengths",
-                 holds, {"median_transplant": med_t, "median_same_norm": med_n, "ratio": ratio,
-                         "tolerance": tolerance, "censored_transplant": censored[0],
-                         "censored_same_norm": censored[1]})
 
 
 def paired_lead(t_a: Times, t_b: Times, lead: float = 1.0) -> float:

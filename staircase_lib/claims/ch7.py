@@ -14,7 +14,7 @@ import torch
 from .base import Claim
 
 __all__ = ["geometry", "signature_order", "pc1_orders", "learned_without_order", "ring", "arc",
-           "no_ring_at_large_init", "order_in_first_stage", "order_before_accuracy", "keeps_initial_geometry",
+           "no_ring_at_large_init", "order_before_accuracy", "keeps_initial_geometry",
            "initial_geometry", "generalizes_to_held_out", "order_without_generalization"]
 
 
@@ -89,14 +89,6 @@ def no_ring_at_large_init(in_order: Sequence[float], threshold: float = 0.5) -> 
     high = max(in_order)
     return Claim(f"large init: in order < {threshold:g} in every seed", high < threshold,
                  {"max_in_order": high, "threshold": threshold})
-
-
-def order_in_first_stage(spearman_at_step: Sequence[float], threshold: float = 0.8) -> Claim:
-    """The order appears in the first stage: the median Spearman correlation at an early step (one value per
-    run group) exceeds ``threshold`` for every group."""
-    low = min(spearman_at_step)
-    return Claim(f"median Spearman at the early step > {threshold:g} in every small-init group", low > threshold,
-                 {"min": low, "threshold": threshold})
 
 
 def order_before_accuracy(order_steps: Sequence[float | None], accuracy_steps: Sequence[float | None]) -> Claim:

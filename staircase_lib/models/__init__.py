@@ -3,8 +3,8 @@
 configurations of it)."""
 from .base import ACTIVATION_SLOPE_AT_ZERO, ACTIVATIONS, TokenModel, init_scale, parameter_count
 from .mlp import EmbLinear, EmbLinearConfig, EmbMLP, EmbMLPConfig
-from .transformer import AttentionModel, TinyGPT, Transformer, TransformerConfig, attention_snapshot
+from .transformer import AttentionModel, TinyGPT, Transformer, TransformerConfig
 
 __all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "TokenModel", "EmbMLP",
            "EmbMLPConfig", "EmbLinear", "EmbLinearConfig", "Transformer", "TransformerConfig", "AttentionModel",
-           "TinyGPT", "attention_snapshot"]
+           "TinyGPT"]

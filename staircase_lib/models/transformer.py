@@ -15,10 +15,9 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_positive_int, check_tokens
-from ..metrics import attention_entropy
 from .base import ACTIVATIONS, TokenModel
 
-__all__ = ["TransformerConfig", "Transformer", "AttentionModel", "TinyGPT", "attend", "attention_snapshot"]
+__all__ = ["TransformerConfig", "Transformer", "AttentionModel", "TinyGPT", "attend"]
 
 READOUTS = ("last", "mean", "all")
 _BROADCAST_MAX_LEN = 8  # sequences up to this length compute attention by broadcasting (measured faster)
@@ -193,15 +192,10 @@ class Transformer(TokenModel):
             return self._run(tokens, need_attention=True)[1]
 
     def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
-        """What the training loop records at each snapshot (no input checks): the batch-mean attention map
-        ``attention`` Tensor[n_layers, n_heads, L, L] and the batch-mean normalized entropy of every query
-        row ``attention_entropy`` Tensor[n_layers, n_heads, L] (see ``metrics.attention_entropy``)."""
-        return attention_snapshot(self._run(tokens, need_attention=True)[1], self.causal)
-
-
-def attention_snapshot(maps: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
-    """Batch means of attention maps Tensor[N, layers, heads, L, L] and of their row entropies."""
-    return {"attention": maps.mean(0), "attention_entropy": attention_entropy(maps, causal=causal).mean(0)}
+        """What the training loop is given to record at each snapshot (no input checks): every sample's
+        attention, ``attention_maps`` Tensor[N, n_layers, n_heads, L, L]; the loop keeps its batch mean and
+        the batch-mean row entropy (:func:`staircase_lib.training.batched.attention_records`)."""
+        return {"attention_maps": self._run(tokens, need_attention=True)[1]}
 
 
 class AttentionModel(Transformer):

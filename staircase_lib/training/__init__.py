@@ -1,30 +1,30 @@
-"""Training: one loop for every model and for ensembles of models.
+"""Training: one model (:func:`train`) or K models of one architecture as one batched run (:func:`train_ensemble`).
 
-Read it top down: :func:`train` trains one model and is ``train_ensemble([model], ...)[0]``;
-:func:`train_ensemble` checks its arguments, builds the members' engine (:mod:`.batched`: autograd over
-parameters stacked along a member axis; :mod:`.embmlp_kernel`: the Emb-MLP's hand-written fast path),
-their data streams (:mod:`.data`) and evaluation batches, and hands them to the one loop (:mod:`.loop`),
-which records a :class:`History` per member on the schedule of :mod:`.config`.
+Read it top down: :func:`train` is the loop itself (forward, loss, backward, optimizer step; the recording on the
+schedule of :mod:`.config` by :class:`.loop.Recorder`). :func:`train_ensemble` checks its arguments, builds the
+members' engine (:mod:`.batched`: autograd over parameters stacked along a member axis; :mod:`.embmlp_kernel`:
+the Emb-MLP's hand-written step, ``engine="kernel"``), their data streams (:mod:`.data`) and evaluation batches,
+and hands them to the same loop for K members (:func:`.loop.run`), which records a :class:`History` per member.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
 from typing import Callable, Mapping, Protocol, Sequence
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .._checks import check_labels, check_nonnegative_int, check_tokens
 from ..runtime import capped_threads, resolve_device, training_threads
 from ..tasks import Batch
-from .batched import AutogradMembers
+from .batched import AutogradMembers, make_optimizer, wrapped_logits
 from .config import History, TrainConfig, record_steps
 from .data import BatchStream, evaluation_batches
 from .embmlp_kernel import EmbMLPKernel
-from .loop import run
+from .loop import Recorder, Records, run
 
-__all__ = ["TrainConfig", "History", "record_steps", "train", "train_ensemble", "check_probes"]
+__all__ = ["TrainConfig", "History", "record_steps", "train", "train_ensemble"]
 
 # attributes that must agree between the members of an ensemble (where a model has them)
 _ARCHITECTURE = ("vocab_size", "seq_len", "n_labels", "d_embed", "d_hidden", "activation", "pool", "n_layers",
@@ -57,26 +57,57 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
     model's ``logits`` and returns the module every training step calls instead, for example
     ``lambda m: DistributedDataParallel(m)`` in a process group (each process then passes its own
     ``config.seed`` for its own batches; see ``scripts/train_lm.py --ddp``). Evaluation, probes and
-    snapshots call the model itself, without the wrapper. With ``wrap`` the model trains on the autograd
-    engine.
+    snapshots call the model itself, without the wrapper. ``wrap`` needs the autograd engine.
+
+    With ``config.engine="autograd"`` the loop below is the whole computation; ``"kernel"`` (and ``"auto"``
+    for a plain Emb-MLP) takes the Emb-MLP's hand-written step instead (``train_ensemble([model], ...)[0]``),
+    with the same records up to float rounding.
     """
     _check_model(model, "model")
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    history = train_ensemble([model], task, config, seeds=[config.seed], probes=probes, wrap=wrap)[0]
+    if _uses_kernel(config, model, wrap):  # the Emb-MLP's hand-written step (engine="kernel")
+        history = train_ensemble([model], task, config, seeds=[config.seed], probes=probes)[0]
+        history.extras = {k: v for k, v in history.extras.items() if k not in ("ensemble_size", "member")}
+        return history
+    task = _check_tasks(task, [model])[0]
+    probes = check_probes(probes, model.vocab_size, model.seq_len, model.n_labels)
+    _check_wrap(wrap, 1)
+    device = resolve_device(config.device)
+    if config.freeze_embeddings:
+        model.embedding.requires_grad_(False)
+    model.to(device).train()
+    optimizer = make_optimizer(config.optimizer, [p for p in model.parameters() if p.requires_grad], config.lr)
+    forward = wrapped_logits(model, wrap)  # model.logits, or the wrapped module that calls it
+    batches = BatchStream([task], [config.seed], config.batch_size, device)  # one member: tensors [1, n, ...]
+    marks = record_steps(config)
+    recorder = Recorder(AutogradMembers([model]), config.steps, marks.tolist(),
+                        evaluation_batches([task], [config.seed], config.eval_size, device),
+                        _member_probes(probes, 1, device), config.lr, config.progress)
+    with capped_threads(training_threads()), recorder:  # see runtime.training_threads: steady beside other work
+        for step in range(config.steps + 1):
+            recorder.at(step)  # loss, accuracy, embeddings (and the model's snapshot) at the recorded steps
+            if step == config.steps:
+                break
+            tokens, labels = (part[0] for part in batches.next())
+            logits = forward(tokens)  # forward: Tensor[n, C] (or [n, L, C] for a next-token model)
+            loss = F.cross_entropy(logits.flatten(0, -2), labels.flatten())  # mean over samples (and positions)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # backward
+            optimizer.step()  # step: Adam or SGD
+    model.eval()
+    history = _histories(recorder.records, marks, config, [config.seed])[0]
     history.extras = {k: v for k, v in history.extras.items() if k not in ("ensemble_size", "member")}
     return history
 
 
-def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[SupportsSample] | None,
-                   config: TrainConfig, tasks: Sequence[SupportsSample] | None = None,
-                   seeds: Sequence[int] | None = None, probes: Mapping[str, Batch] | None = None,
+def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[SupportsSample],
+                   config: TrainConfig, seeds: Sequence[int] | None = None, probes: Mapping[str, Batch] | None = None,
                    wrap: Callable[[nn.Module], nn.Module] | None = None) -> list[History]:
     """Train K models of one architecture together (one batched run); return one :class:`History` each.
 
     Members may differ in seed, ``gamma`` and task: ``task`` is one task for all, or a list of K tasks, one
-    per member (``tasks=`` is the old spelling of that list, kept for old notebooks; it warns). The global
-    random state is left alone. Member ``k`` draws its data with seed ``seeds[k]`` (default
+    per member. The global random state is left alone. Member ``k`` draws its data with seed ``seeds[k]`` (default
     ``config.seed + k``) and its History equals that of ``train(models[k], tasks[k], replace(config,
     seed=seeds[k]))`` up to float rounding; ``History.seconds`` is the ensemble's wall time. The trained
     parameters are copied back into ``models``; frozen parameters (``requires_grad=False``, the same in
@@ -85,14 +116,10 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     models = _check_models(models)
-    tasks = _check_tasks(task, tasks, models)
+    tasks = _check_tasks(task, models)
     seeds = _check_seeds(seeds, config, len(models))
     probes = check_probes(probes, models[0].vocab_size, models[0].seq_len, models[0].n_labels)
-    if wrap is not None and not callable(wrap):
-        raise TypeError(f"wrap must be a function from a module to a module (e.g. DistributedDataParallel), "
-                        f"got {type(wrap).__name__}")
-    if wrap is not None and len(models) != 1:
-        raise ValueError(f"wrap trains one model (data-parallel over processes), got {len(models)} models")
+    _check_wrap(wrap, len(models))
     device = resolve_device(config.device)
     for model in models:
         if config.freeze_embeddings:
@@ -100,22 +127,25 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
         model.to(device).train()
     K = len(models)
     with capped_threads(training_threads()):  # see runtime.training_threads: steady beside other work
-        if config.engine == "auto" and wrap is None and EmbMLPKernel.supports(models[0]):
+        if _uses_kernel(config, models[0], wrap):
             engine = EmbMLPKernel(models, config.optimizer, config.lr)
         else:
             engine = AutogradMembers(models, config.optimizer, config.lr, wrap=wrap)
         marks = record_steps(config)
         stream = BatchStream(tasks, seeds, config.batch_size, device, prepare=engine.prepare)
         records = run(engine, stream, config.steps, marks.tolist(),
-                      evaluation_batches(tasks, seeds, config.eval_size, device),
-                      {name: (b.tokens.to(device).expand(K, -1, -1), b.labels.to(device).expand(K, *b.labels.shape))
-                       for name, b in probes.items()},
+                      evaluation_batches(tasks, seeds, config.eval_size, device), _member_probes(probes, K, device),
                       config.lr, config.progress,
                       describe_member=lambda k: (f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma})"
                                                  if K > 1 else "loss"))
     for model in models:
         model.eval()
-    T = len(records.loss)
+    return _histories(records, marks, config, seeds)
+
+
+def _histories(records: Records, marks: torch.Tensor, config: TrainConfig, seeds: list[int]) -> list[History]:
+    """One :class:`History` per member from what a loop recorded (Tensor[T, K, ...] -> Tensor[T, ...])."""
+    T, K = len(records.loss), len(seeds)
 
     def over_time(values: list[torch.Tensor], k: int) -> torch.Tensor:
         return torch.stack([v[k] for v in values]).cpu()
@@ -130,6 +160,33 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
                                    "accuracy": over_time([v[1] for v in values], k)}
                             for name, values in records.probes.items()})
             for k in range(K)]
+
+
+def _uses_kernel(config: TrainConfig, model: nn.Module, wrap) -> bool:
+    """Whether a run takes the Emb-MLP kernel's step: ``engine="kernel"`` (which refuses other models and ``wrap``),
+    or ``engine="auto"`` on a plain Emb-MLP without ``wrap``."""
+    if config.engine == "kernel":
+        if not EmbMLPKernel.supports(model):
+            raise ValueError(f"engine='kernel' trains plain EmbMLP models only, got {type(model).__name__}; "
+                             "use engine='autograd'")
+        if wrap is not None:
+            raise ValueError("engine='kernel' cannot train through wrap; use engine='autograd'")
+        return True
+    return config.engine == "auto" and wrap is None and EmbMLPKernel.supports(model)
+
+
+def _check_wrap(wrap, n_models: int) -> None:
+    if wrap is not None and not callable(wrap):
+        raise TypeError(f"wrap must be a function from a module to a module (e.g. DistributedDataParallel), "
+                        f"got {type(wrap).__name__}")
+    if wrap is not None and n_models != 1:
+        raise ValueError(f"wrap trains one model (data-parallel over processes), got {n_models} models")
+
+
+def _member_probes(probes: dict[str, Batch], K: int, device) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """The probe batches for K members: tokens [K, N, L] and labels [K, N] (or [K, N, L]), on ``device``."""
+    return {name: (b.tokens.to(device).expand(K, -1, -1), b.labels.to(device).expand(K, *b.labels.shape))
+            for name, b in probes.items()}
 
 
 def check_probes(probes, vocab_size: int, seq_len: int, n_labels: int) -> dict[str, Batch]:
@@ -188,16 +245,10 @@ def _check_models(models) -> list[nn.Module]:
     return list(models)
 
 
-def _check_tasks(task, tasks, models: list) -> list:
-    if task is not None and tasks is not None:
-        raise ValueError("pass either task (one task, or a list with one per member) or tasks, not both")
-    if tasks is not None:
-        warnings.warn("train_ensemble(tasks=[...]) is the old spelling: pass the list as task", DeprecationWarning,
-                      stacklevel=3)
-    given = tasks if tasks is not None else task
-    name = "tasks" if tasks is not None else "task"
+def _check_tasks(given, models: list) -> list:
     if given is None:
-        raise ValueError("task must be given (or tasks, one per member)")
+        raise ValueError("task must be given (one task, or a list with one per member)")
+    name = "task"
     one_task = not isinstance(given, (list, tuple))
     if one_task:
         given = [given] * len(models)

@@ -17,9 +17,11 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.nn import functional as F
 
+from ..metrics import attention_entropy
 from .data import as_batches
 
-__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "member_losses", "member_accuracies"]
+__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "member_losses", "member_accuracies",
+           "wrapped_logits", "attention_records"]
 
 
 ADAM_DEFAULTS = dict(beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
@@ -49,6 +51,18 @@ def member_accuracies(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tenso
     return (logits.argmax(-1) == labels).flatten(1).float().mean(1)
 
 
+def attention_records(snapshot: dict[str, torch.Tensor], causal: bool) -> dict[str, torch.Tensor]:
+    """What a run records of a model's snapshot: its ``attention_maps`` Tensor[N, layers, heads, L, L] become the
+    batch-mean map ``attention`` Tensor[layers, heads, L, L] and the batch-mean normalized entropy of every query
+    row ``attention_entropy`` Tensor[layers, heads, L] (:func:`staircase_lib.metrics.attention_entropy`); every
+    other entry is kept as it is."""
+    if "attention_maps" not in snapshot:
+        return snapshot
+    records = {key: value for key, value in snapshot.items() if key != "attention_maps"}
+    maps = snapshot["attention_maps"]
+    return {"attention": maps.mean(0), "attention_entropy": attention_entropy(maps, causal=causal).mean(0), **records}
+
+
 class _Method(nn.Module):
     """Calls ``getattr(model, name)`` as its forward, so ``functional_call`` can run any model method."""
 
@@ -60,20 +74,32 @@ class _Method(nn.Module):
         return getattr(self.model, self.name)(*args)
 
 
+def wrapped_logits(model: nn.Module, wrap: Callable[[nn.Module], nn.Module] | None) -> Callable:
+    """What a training step calls for ``model.logits``: the model's own method, or ``wrap`` of a module whose
+    forward is that method (e.g. ``DistributedDataParallel``)."""
+    if wrap is None:
+        return model.logits
+    wrapped = wrap(_Method(model, "logits"))
+    if not callable(wrapped):
+        raise TypeError(f"wrap must return a module to call, got {type(wrapped).__name__}")
+    return wrapped
+
+
 class AutogradMembers:
     """K models trained together with autograd; the engine :func:`staircase_lib.training.loop.run` drives.
 
     ``step(tokens [K, n, L], labels)`` takes one optimizer step for every member; ``evaluate`` returns
     each member's loss and accuracy Tensor[K]; ``embeddings()`` Tensor[K, V, d]; ``snapshot(tokens)``
     the model's ``training_snapshot`` per member (dict of Tensor[K, ...]); ``write_back()`` leaves the
-    trained parameters in the member models.
+    trained parameters in the member models. Without ``optimizer`` it cannot ``step``: it only watches the
+    models (what :func:`staircase_lib.training.train` records of its one model).
 
     ``wrap`` (one member only) takes the module whose forward is the model's ``logits`` and returns the
     module the training steps call instead, e.g. ``torch.nn.parallel.DistributedDataParallel`` to average
     the gradients over processes; evaluation, embeddings and snapshots use the model itself.
     """
 
-    def __init__(self, models: list[nn.Module], optimizer: str, lr: float,
+    def __init__(self, models: list[nn.Module], optimizer: str | None = None, lr: float | None = None,
                  wrap: Callable[[nn.Module], nn.Module] | None = None):
         self.models = models
         self.template = models[0]
@@ -83,15 +109,14 @@ class AutogradMembers:
             params, _ = stack_module_state(models)  # leaves [K, ...], requires_grad as in the members
             self.params = params
         trainable = [p for p in self.params.values() if p.requires_grad]
-        self.optimizer = make_optimizer(optimizer, trainable, lr)
+        # without an optimizer it only watches (evaluate, embeddings, snapshot), as for train()'s own loop
+        self.optimizer = make_optimizer(optimizer, trainable, lr) if optimizer is not None else None
         self._logits = self._per_member("logits")
         self._train_logits = self._logits
         if wrap is not None:
             if len(models) != 1:
                 raise ValueError(f"wrap needs one model, got an ensemble of {len(models)}")
-            wrapped = wrap(_Method(self.template, "logits"))
-            if not callable(wrapped):
-                raise TypeError(f"wrap must return a module to call, got {type(wrapped).__name__}")
+            wrapped = wrapped_logits(self.template, wrap)
             self._train_logits = lambda tokens: wrapped(tokens[0]).unsqueeze(0)
         self._has_snapshot = callable(getattr(self.template, "training_snapshot", None))
 
@@ -137,8 +162,10 @@ class AutogradMembers:
         if not self._has_snapshot:
             return {}
         wrapper = _Method(self.template, "training_snapshot")
-        outs = [functional_call(wrapper, {f"model.{name}": (value if len(self.models) == 1 else value[k])
-                                          for name, value in self.params.items()}, (tokens[k],))
+        outs = [attention_records(functional_call(wrapper, {f"model.{name}": (value if len(self.models) == 1
+                                                                      else value[k])
+                                                            for name, value in self.params.items()}, (tokens[k],)),
+                                  causal=bool(getattr(self.template, "causal", False)))
                 for k in range(len(self.models))]
         return {key: torch.stack([out[key] for out in outs]) for key in outs[0]}
 

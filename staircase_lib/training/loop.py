@@ -1,4 +1,5 @@
-"""The one training loop: step every member, record on a schedule, show progress, stop cleanly."""
+"""The training loop of K members (:func:`run`) and what every loop records (:class:`Recorder`): record on a
+schedule, show progress, stop cleanly."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import torch
 
 from ..runtime import is_headless
 
-__all__ = ["Engine", "Records", "run", "show_progress"]
+__all__ = ["Engine", "Records", "Recorder", "run", "show_progress"]
 
 
 class Engine(Protocol):
@@ -60,63 +61,83 @@ def nonfinite_loss(who: str, value: float, step: int, lr: float) -> FloatingPoin
                               "try a smaller learning rate or a smaller initialization (larger gamma)")
 
 
-def run(engine: Engine, stream, steps: int, marks: list[int], evaluation: tuple[torch.Tensor, torch.Tensor],
-        probes: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: float, progress: bool | None,
-        describe_member=lambda k: "loss") -> Records:
-    """Take ``steps`` optimizer steps on ``stream.next()`` batches (``engine.prepare``'s per-step arguments),
-    recording at every step in ``marks``.
+class Recorder:
+    """What a training loop records, and when: call :meth:`at` before every step (and once after the last);
+    use it as a context manager around the loop (it times the run, draws the progress bar and ends the run on
+    ``KeyboardInterrupt``, keeping what was recorded).
 
-    At a mark: every member's loss and accuracy on ``evaluation`` (tokens [K, N, L], labels) and on each
-    probe, its embeddings, and the model's snapshot (e.g. attention maps). A NaN or infinite loss raises
-    ``FloatingPointError`` naming the member (``describe_member(k)``), the step and the learning rate.
-    ``KeyboardInterrupt`` (Ctrl-C, a notebook's stop button) ends the run early with what was recorded.
-    The members' trained parameters are written back into the models whatever happens.
+    ``watch`` gives the members' numbers (``evaluate``, ``embeddings``, ``snapshot``: the :class:`Engine`
+    methods). At every step in ``marks``: each member's loss and accuracy on ``evaluation`` (tokens [K, N, L],
+    labels) and on each probe, its embeddings and the model's snapshot (e.g. attention maps). A NaN or infinite
+    loss raises ``FloatingPointError`` naming the member (``describe_member(k)``), the step and the learning rate.
     """
-    records = Records()
-    bar = None
-    if show_progress(progress):
-        from tqdm.auto import tqdm
-        bar = tqdm(total=steps, desc="training", leave=False)
 
-    def record(step: int) -> None:
-        if evaluation[0].is_cuda:  # the steps queued so far count as training time, not as recording
-            torch.cuda.synchronize(evaluation[0].device)
+    def __init__(self, watch, steps: int, marks: list[int], evaluation: tuple[torch.Tensor, torch.Tensor],
+                 probes: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: float, progress: bool | None,
+                 describe_member=lambda k: "loss"):
+        self.watch, self.steps, self.marks, self.evaluation, self.probes = watch, steps, marks, evaluation, probes
+        self.lr, self.progress, self.describe_member = lr, progress, describe_member
+        self.records, self._next, self._bar, self._start = Records(), 0, None, 0.0
+
+    def __enter__(self) -> "Recorder":
+        if show_progress(self.progress):
+            from tqdm.auto import tqdm
+            self._bar = tqdm(total=self.steps, desc="training", leave=False)
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        self.records.seconds = time.perf_counter() - self._start
+        if self._bar is not None:
+            self._bar.close()
+        if kind is KeyboardInterrupt:  # Ctrl-C, a notebook's stop button: keep what was recorded
+            self.records.interrupted = True
+            return True
+        return False
+
+    def at(self, step: int) -> None:
+        """Record if ``step`` is the next mark."""
+        if step != self.marks[self._next]:
+            return
+        if self.evaluation[0].is_cuda:  # the steps queued so far count as training time, not as recording
+            torch.cuda.synchronize(self.evaluation[0].device)
         begin = time.perf_counter()
         try:
-            take_record(step)
+            self._take(step)
         finally:
-            records.record_seconds += time.perf_counter() - begin
+            self.records.record_seconds += time.perf_counter() - begin
+        self._next = min(self._next + 1, len(self.marks) - 1)
+        if self._bar is not None:
+            self._bar.update(step - self._bar.n)
 
-    def take_record(step: int) -> None:
-        loss, accuracy = engine.evaluate(*evaluation)
+    def _take(self, step: int) -> None:
+        records, watch = self.records, self.watch
+        loss, accuracy = watch.evaluate(*self.evaluation)
         bad = (~torch.isfinite(loss)).nonzero()
         if len(bad):  # before the snapshot, whose checks would refuse NaN attention maps less clearly
             k = int(bad[0])
-            raise nonfinite_loss(describe_member(k), float(loss[k]), step, lr)
+            raise nonfinite_loss(self.describe_member(k), float(loss[k]), step, self.lr)
         records.loss.append(loss)
         records.accuracy.append(accuracy)
-        records.embeddings.append(engine.embeddings().clone())
-        for name, value in engine.snapshot(evaluation[0]).items():
+        records.embeddings.append(watch.embeddings().clone())
+        for name, value in watch.snapshot(self.evaluation[0]).items():
             records.extras.setdefault(name, []).append(value)
-        for name, batch in probes.items():
-            records.probes.setdefault(name, []).append(torch.stack(engine.evaluate(*batch)))
+        for name, batch in self.probes.items():
+            records.probes.setdefault(name, []).append(torch.stack(watch.evaluate(*batch)))
 
-    start = time.perf_counter()
+
+def run(engine: Engine, stream, steps: int, marks: list[int], evaluation: tuple[torch.Tensor, torch.Tensor],
+        probes: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: float, progress: bool | None,
+        describe_member=lambda k: "loss") -> Records:
+    """Take ``steps`` optimizer steps of every member on ``stream.next()`` batches (``engine.prepare``'s per-step
+    arguments), recording at every step in ``marks`` (see :class:`Recorder`). The members' trained parameters
+    are written back into the models whatever happens."""
     try:
-        next_mark = 0
-        for step in range(steps + 1):
-            if step == marks[next_mark]:
-                record(step)
-                next_mark = min(next_mark + 1, len(marks) - 1)
-                if bar is not None:
-                    bar.update(step - bar.n)
-            if step < steps:
-                engine.step(*stream.next())
-    except KeyboardInterrupt:
-        records.interrupted = True
+        with Recorder(engine, steps, marks, evaluation, probes, lr, progress, describe_member) as recorder:
+            for step in range(steps + 1):
+                recorder.at(step)
+                if step < steps:
+                    engine.step(*stream.next())
     finally:
-        records.seconds = time.perf_counter() - start
-        if bar is not None:
-            bar.close()
         engine.write_back()
-    return records
+    return recorder.records
