@@ -1,13 +1,13 @@
 """staircase_lib: the shared library of the Context Staircase course.
 
 Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it):
-``_checks``/``_version``/``runtime``/``cache`` -> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``
--> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets``
+``_checks``/``_version``/``runtime``/``cache`` -> ``tasks``/``metrics``/``results``/``predictions``
+-> ``signatures``/``corpus`` -> ``models`` -> ``training``/``theory`` -> ``plotting``/``widgets``
 -> ``exercises``/``coursework``/``session``/``claims``/``recordings``.
 """
 from ._version import __version__
-from . import (cache, claims, corpus, exercises, metrics, models, plotting, projects,  # noqa: E402
-               recordings, results, signatures, tasks, theory, training, widgets)
+from . import (cache, claims, corpus, exercises, metrics, models, plotting, predictions,  # noqa: E402
+               projects, recordings, results, signatures, tasks, theory, training, widgets)
 from .runtime import resolve_device  # noqa: E402
 from .session import setup  # noqa: E402
 
@@ -20,6 +20,7 @@ __all__ = [
     "metrics",
     "models",
     "plotting",
+    "predictions",
     "projects",
     "recordings",
     "results",
