@@ -263,3 +263,84 @@ def test_the_recorded_results_say_which_corpus_they_used():
         result = sl.results.load(name)
         assert len(result["corpus"]["sha256"]) == 64 and result["corpus"]["python"].count(".") == 2, name
         assert set(result["chance"]) >= set(ORDER0) | {"pair", "pair_partial"}, name
+
+
+# ----- the staircase in the predictions, initialization and trends (synthetic histories) -----------------
+def _divergence(uni_at: float, bi_at: float, tri_at: float) -> torch.Tensor:
+    """KL(counted model || model) [T, 3] of a model that takes the unigram at ``uni_at``, the bigram at
+    ``bi_at`` and then drifts towards the trigram from ``tri_at`` (shaped like the chapter's small-init run)."""
+    uni = _text_sigmoid(uni_at, 1.84, 0.05) + _text_sigmoid(bi_at, 0.0, 0.6)
+    bi = _text_sigmoid(uni_at, 2.57, 0.75) - _text_sigmoid(bi_at, 0.0, 0.6) + _text_sigmoid(tri_at, 0.0, 0.1)
+    tri = _text_sigmoid(uni_at, 3.17, 1.37) - _text_sigmoid(bi_at, 0.0, 0.55) - _text_sigmoid(tri_at, 0.0, 0.2)
+    return torch.stack([uni, bi, tri], 1)
+
+
+PREDICTIONS = _divergence(25, 400, 1500)
+
+
+def test_the_predictions_climb_the_staircase_and_the_nulls_do_not():
+    claim = ch8.predictions_climb(TEXT_STEPS, PREDICTIONS)
+    assert claim, claim
+    assert claim.numbers["unigram_ratio"] >= 3 and claim.numbers["bigram_records"] >= 3
+    assert not ch8.predictions_climb(TEXT_STEPS, PREDICTIONS.flip(0))  # the curve re-ordered in time
+    permuted = PREDICTIONS[torch.randperm(len(TEXT_STEPS), generator=torch.Generator().manual_seed(0))]
+    assert not ch8.predictions_climb(TEXT_STEPS, permuted)
+    shuffled = PREDICTIONS.clone()  # a word-shuffled corpus: the bigram model is the unigram plus noise
+    shuffled[:, 1] = shuffled[:, 0] + 0.3
+    shuffled[:, 2] = shuffled[:, 0] + 0.9
+    assert not ch8.predictions_climb(TEXT_STEPS, shuffled)
+    large = _divergence(3, 40, 1500)  # large init: never rests on the unigram model
+    large[:, 0] = large[:, 0].clamp_min(0.3)
+    assert not ch8.predictions_climb(TEXT_STEPS, large)
+    stuck = _divergence(25, 400, 1e6)  # stops at the bigram: no move towards the trigram
+    stuck[:, 2] = stuck[:, 2].clamp_min(float(stuck[-1, 2]))
+    assert not ch8.predictions_climb(TEXT_STEPS, stuck)
+
+
+def test_predictions_climb_refuses_a_divergence_of_the_wrong_shape():
+    import pytest
+    with pytest.raises(ValueError, match=r"divergence must have shape \[T, 3\]"):
+        ch8.predictions_climb(TEXT_STEPS, PREDICTIONS[:, :2])
+    with pytest.raises(ValueError, match="divergence must have one row per recorded step"):
+        ch8.predictions_climb(TEXT_STEPS, PREDICTIONS[:5])
+    with pytest.raises(TypeError, match="divergence must be a tensor"):
+        ch8.predictions_climb(TEXT_STEPS, PREDICTIONS.tolist())
+
+
+def test_plateau_gone_holds_for_a_run_straight_through_and_fails_for_a_shifted_small_init_run():
+    assert ch8.plateau_gone(TEXT_STEPS, LARGE_INIT_LOSS, UNIGRAM)
+    assert not ch8.plateau_gone(TEXT_STEPS, SMALL_INIT_LOSS, UNIGRAM)
+    # the small-init run later in time, two ways: stretched on the log axis, and delayed by 1000 idle steps
+    assert not ch8.plateau_gone(TEXT_STEPS * 4, SMALL_INIT_LOSS, UNIGRAM)
+    idle = TEXT_STEPS < 1000
+    delayed = ch8.plateau_gone(torch.cat([TEXT_STEPS[idle], TEXT_STEPS + 1000]),
+                               torch.cat([SMALL_INIT_LOSS[:1].expand(int(idle.sum())), SMALL_INIT_LOSS]), UNIGRAM)
+    assert not delayed and delayed.numbers["dwell_ratio"] > 4, delayed
+    assert not ch8.plateau_gone(TEXT_STEPS, NO_LEARNING_LOSS, UNIGRAM)  # never leaves: no evidence of none
+
+
+def test_a_rise_needs_a_trend_and_a_late_step_without_one_fails():
+    t_bigram = sl.metrics.stair_time(TEXT_STEPS, TEXT_CURVES["bigram"], window=3)
+    for name in ("skipgram2", "skipgram3"):
+        claim = ch8.rises_with_trend(TEXT_STEPS, TEXT_CURVES[name], CHANCE[name], t_bigram)
+        assert claim, (name, claim)
+    noise = 0.01 * torch.randn(len(TEXT_STEPS), generator=torch.Generator().manual_seed(0))
+    step = 0.14 + noise + torch.where(TEXT_STEPS >= 3500, 0.2, 0.0)  # flat at chance, one jump at the end
+    late = ch8.rises_with_trend(TEXT_STEPS, step, 0.14, t_bigram)
+    assert not late and late.numbers["largest_step_share"] > 0.5, late
+    assert ch8.rises_after(TEXT_STEPS, step, 0.14, t_bigram)  # the old rule, without a trend, passed it
+    assert not ch8.rises_with_trend(TEXT_STEPS, TEXT_CURVES["bigram"], CHANCE["bigram"], t_bigram)  # already up
+    assert not ch8.rises_with_trend(TEXT_STEPS, TEXT_CURVES["skipgram2"], CHANCE["skipgram2"], None)  # censored
+    drift = 0.14 + 0.01 * TEXT_STEPS.double().clamp_min(1).log10().float()  # a slow drift too small to count
+    assert not ch8.rises_with_trend(TEXT_STEPS, drift, 0.14, t_bigram)
+
+
+def test_half_rise_times_and_their_order_in_gamma():
+    t = ch8.half_rise_time(TEXT_STEPS, TEXT_CURVES["skipgram2"], CHANCE["skipgram2"], after=200)
+    assert 500 < t < 1500, t
+    flat = torch.full_like(TEXT_STEPS, 0.14, dtype=torch.float)
+    assert ch8.half_rise_time(TEXT_STEPS, flat, 0.14, after=200) is None  # no rise: censored
+    assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, 900]})
+    assert not ch8.times_grow_with_gamma({0.25: [3000, 2800], 0.5: [200, 220], 1.0: [700, 900]})  # not monotone
+    assert not ch8.times_grow_with_gamma({0.5: [700, 720], 1.0: [700, 900]})  # too small a factor
+    assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, None, None]})  # censored counts as later
