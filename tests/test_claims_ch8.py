@@ -344,3 +344,56 @@ def test_half_rise_times_and_their_order_in_gamma():
     assert not ch8.times_grow_with_gamma({0.25: [3000, 2800], 0.5: [200, 220], 1.0: [700, 900]})  # not monotone
     assert not ch8.times_grow_with_gamma({0.5: [700, 720], 1.0: [700, 900]})  # too small a factor
     assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, None, None]})  # censored counts as later
+
+
+# ----- the recorded runs with the predictions measured ---------------------------------------------------
+def _predictions(name: str):
+    result = sl.results.recorded(name)
+    return result, result.steps
+
+
+def test_the_prediction_staircase_holds_on_recorded_small_init_runs_and_fails_on_the_nulls():
+    for name, seeds in (("ch8_predictions_g100", {0, 1}), ("ch8_predictions_new_seeds", {3})):
+        result, steps = _predictions(name)
+        runs = [r for r in result.select(gamma=1.0) if r.seed in seeds]
+        assert len(runs) == len(seeds), (name, [r.seed for r in result.runs])
+        for run in runs:
+            claim = ch8.predictions_climb(steps, run.prediction_kl.T)
+            assert claim, (name, run.seed, claim)
+            assert not ch8.predictions_climb(steps, run.prediction_kl.T.flip(0)), (name, run.seed)
+    shuffled, steps = _predictions("ch8_predictions_shuffled")
+    null = ch8.predictions_climb(steps, shuffled.runs[0].prediction_kl.T)
+    assert not null and null.numbers["bigram_first"] is None, null  # never closest to the bigram model
+
+
+def test_the_initialization_claims_on_recorded_runs_and_their_time_shifted_nulls():
+    small, steps, runs = _recorded("ch8_real_text", 1.0)
+    unigram = small["levels"]["unigram"]
+    for run in runs:  # seeds 0-4 at gamma 1: never "gone", also when shifted or delayed in time
+        loss = torch.tensor(run["heldout_loss"])
+        assert not ch8.plateau_gone(steps, loss, unigram), run["seed"]
+        assert not ch8.plateau_gone(steps * 4, loss, unigram), run["seed"]
+        idle = steps < 1000
+        delayed = ch8.plateau_gone(torch.cat([steps[idle], steps + 1000]),
+                                   torch.cat([loss[:1].expand(int(idle.sum())), loss]), unigram)
+        assert not delayed, (run["seed"], delayed)
+    result, large_steps, quarter = _recorded("ch8_real_text_large_init", 0.25)
+    for run in quarter:
+        claim = ch8.plateau_gone(large_steps, torch.tensor(run["heldout_loss"]), unigram)
+        assert claim, (run["seed"], claim)
+        curves = {k: torch.tensor(run[f"cka_{k}"]) for k in ORDER0}
+        assert ch8.bigram_first_and_highest(large_steps, curves, result["chance"]), run["seed"]
+    new, new_steps = _predictions("ch8_predictions_new_seeds")  # seed 3, which the page does not use
+    for run in new.runs:
+        gone = ch8.plateau_gone(new_steps, run.heldout_loss, unigram)
+        assert bool(gone) is (run.gamma == 0.25), (run.gamma, gone)
+
+
+def test_later_partial_alignments_rise_with_a_trend_on_a_seed_the_page_does_not_use():
+    result, steps = _predictions("ch8_predictions_new_seeds")
+    run = result.select(gamma=1.0)[0]
+    stair = sl.metrics.stair_time(steps, run.cka_bigram, window=3)
+    for name in ("skipgram2_partial", "skipgram3_partial"):
+        claim = ch8.rises_with_trend(steps, getattr(run, f"cka_{name}"), result.chance[name], stair)
+        assert claim, (name, claim)
+    assert not ch8.rises_with_trend(steps, run.cka_bigram, result.chance["bigram"], stair)  # already up
