@@ -14,6 +14,20 @@ The four results the chapter loads (on 2 CPU threads beside other work: 15-40 mi
     python scripts/ch8_real_text.py --steps 8000 --layers 2 --d-embed 128 --heads 4 --seeds 2 \
         --records-per-decade 15 --out staircase_lib/data/ch8_real_text_long.json
 
+and the runs with their predictions measured, at three init scales on the same seeds (one process each), on
+the word-shuffled corpus, and on a seed the chapter does not use:
+
+    python scripts/ch8_real_text.py --seeds 2 --gammas 1 --predictions 256 \
+        --out staircase_lib/data/ch8_predictions_g100.json
+    python scripts/ch8_real_text.py --seeds 2 --gammas 0.5 --predictions 256 \
+        --out staircase_lib/data/ch8_predictions_g050.json
+    python scripts/ch8_real_text.py --seeds 2 --gammas 0.25 --predictions 256 \
+        --out staircase_lib/data/ch8_predictions_g025.json
+    python scripts/ch8_real_text.py --seeds 1 --shuffled --predictions 256 \
+        --out staircase_lib/data/ch8_predictions_shuffled.json
+    python scripts/ch8_real_text.py --seeds 1 --first-seed 3 --gammas 1 0.5 0.25 --predictions 256 \
+        --out staircase_lib/data/ch8_predictions_new_seeds.json
+
 The chapter's live runs are the first steps of the first one (seeds 0-2); the tests check the claims on
 seeds 3 and 4, which the chapter does not use.
 """
@@ -47,6 +61,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-size", type=int, default=512, help="sequences in each fixed evaluation batch")
     p.add_argument("--records-per-decade", type=int, default=20)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--predictions", type=int, default=0,
+                   help="held-out sequences on which to record KL(counted n-gram model || model) (0: none)")
+    p.add_argument("--shuffled", action="store_true", help="train on the word-shuffled corpus (the null)")
     p.add_argument("--out", type=Path, default=Path("ch8_real_text.json"), help="result file (JSON)")
     p.add_argument("--embeddings", type=Path, default=None,
                    help="also torch.save every run's snapshots of the frequent words' embeddings here")
@@ -55,6 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                  "records_per_decade"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if not 0 <= args.predictions <= args.eval_size:
+        p.error(f"--predictions must be in [0, --eval-size], got {args.predictions}")
     if args.vocab_size < 2 or args.words >= args.vocab_size:
         p.error(f"--vocab-size must be >= 2 and above --words, got {args.vocab_size} and {args.words}")
     if not (args.lr > 0 and math.isfinite(args.lr)):

@@ -3,13 +3,13 @@
 Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it, and that this list
 is its list):
 ``_checks``/``_version``/``runtime``/``cache``/``projects``/``offline``
--> ``tasks``/``metrics``/``results`` -> ``signatures``/``corpus``/``text_corpus`` -> ``models``
+-> ``tasks``/``metrics``/``results``/``predictions`` -> ``signatures``/``corpus``/``text_corpus`` -> ``models``
 -> ``training``/``theory`` -> ``plotting``/``widgets``
 -> ``exercises``/``coursework``/``session``/``claims``/``recordings``.
 """
 from ._version import __version__
-from . import (cache, claims, corpus, exercises, metrics, models, plotting, projects,  # noqa: E402
-               recordings, results, signatures, tasks, theory, training, widgets)
+from . import (cache, claims, corpus, exercises, metrics, models, plotting, predictions,  # noqa: E402
+               projects, recordings, results, signatures, tasks, theory, training, widgets)
 from .runtime import resolve_device  # noqa: E402
 from .session import setup  # noqa: E402
 
@@ -22,6 +22,7 @@ __all__ = [
     "metrics",
     "models",
     "plotting",
+    "predictions",
     "projects",
     "recordings",
     "results",

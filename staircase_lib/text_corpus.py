@@ -33,9 +33,13 @@ from .cache import default_directory
 from .metrics import alignment_curve, partial_alignment_curve
 from .tasks.next_token import NextTokenSequences, NextTokenWindows
 
-__all__ = ["TextCorpus", "UNK", "python_docs_text", "word_pieces"]
+__all__ = ["TextCorpus", "UNK", "PARTIAL_CONTROLS", "python_docs_text", "word_pieces"]
 
 UNK = "<unk>"
+PARTIAL_CONTROLS = {"skipgram2": ("bigram",), "skipgram3": ("bigram", "skipgram2"),
+                    "bag": ("bigram", "skipgram2", "skipgram3"), "pair": ("bigram", "skipgram2", "skipgram3", "bag")}
+"""Each later kernel of :meth:`TextCorpus.alignment` and the lower-order kernels its partial alignment is
+corrected for (with the identity: what a random Gram is on average)."""
 _WORD = re.compile(r"[a-z]+|\.")
 _SKIP_PARTS = {"test", "tests", "idltest", "idle_test", "site-packages"}
 _DOC_NODES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -263,6 +267,46 @@ class TextCorpus:
             self._levels = _heldout_levels(self.tokens, self.heldout_tokens, self.vocab_size)
         return dict(self._levels)
 
+    def ngram_predictions(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The counted unigram, bigram and trigram models' next-token distributions at every position of
+        ``tokens`` (LongTensor[N, L], contexts such as a causal model reads): Tensor[3, N, L, V] (float64,
+        rows sum to 1), in that order.
+
+        At position ``i`` (predicting ``x_{i+1}``): the unigram ``q``, the bigram ``P(. | x_i)`` and the
+        trigram ``P(. | x_{i-1}, x_i)``, counted on the training stream and smoothed as in
+        :meth:`ngram_levels` (Witten-Bell, add-one unigram), so their cross-entropy on the held-out stream is
+        its ``ngram_levels()``. At position 0 the window holds no earlier token and the trigram row is the
+        bigram's. The references of :func:`staircase_lib.predictions.prediction_divergence`."""
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long:
+            raise TypeError(f"tokens must be a LongTensor[N, L], got {tokens!r:.60}")
+        if tokens.numel() == 0 or int(tokens.min()) < 0 or int(tokens.max()) >= self.vocab_size:
+            raise ValueError(f"tokens must be a non-empty LongTensor of ids in [0, {self.vocab_size})")
+        V, train = self.vocab_size, self.tokens
+        unigram = (torch.bincount(train, minlength=V).double() + 1) / (len(train) + V)
+
+        def smoothed(counts: torch.Tensor, lower: torch.Tensor) -> torch.Tensor:  # Witten-Bell, rows [n, V]
+            c = counts.sum(-1, keepdim=True)
+            u = (counts > 0).sum(-1, keepdim=True).double()
+            return torch.where(c > 0, (counts + u * lower) / (c + u).clamp_min(1), lower)
+
+        pairs = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V)
+        bigram = smoothed(pairs, unigram.expand(V, V))  # [V, V]
+        N, L = tokens.shape
+        out = torch.empty(3, N, L, V, dtype=torch.float64)
+        out[0] = unigram
+        out[1] = bigram[tokens]
+        out[2, :, 0] = bigram[tokens[:, 0]]
+        if L > 1:
+            context = (tokens[:, :-1] * V + tokens[:, 1:]).flatten()
+            unique, inverse = torch.unique(context, return_inverse=True)
+            seen = train[:-2] * V + train[1:-1]
+            slot = torch.searchsorted(unique, seen).clamp_max(len(unique) - 1)
+            match = unique[slot] == seen
+            counts = torch.bincount(slot[match] * V + train[2:][match], minlength=len(unique) * V)
+            trigram = smoothed(counts.double().view(-1, V), bigram[unique % V])  # [contexts, V]
+            out[2, :, 1:] = trigram[inverse].view(N, L - 1, V)
+        return out
+
     # ----- token kernels -------------------------------------------------------------------
     KERNELS = ("bigram", "skipgram2", "skipgram3", "bag", "pair")
 
@@ -328,8 +372,10 @@ class TextCorpus:
     def alignment(self, embeddings: torch.Tensor, words: torch.Tensor, window: int = 16,
                   kernels: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
         """CKA of the embeddings of ``words`` (snapshots Tensor[T, V, d]) with each kernel of
-        :meth:`kernels`, and ``pair_partial``: the alignment with the part of the pair kernel that the
-        four order-0 kernels do not explain (:func:`~staircase_lib.metrics.partial_alignment_curve`):
+        :meth:`kernels`, and the alignment of each later kernel with the part of it that the kernels below
+        it do not explain (:func:`~staircase_lib.metrics.partial_alignment_curve`, controls in
+        :data:`PARTIAL_CONTROLS`): ``skipgram2_partial`` (beyond the bigram), ``skipgram3_partial`` (beyond
+        lags 1-2), ``bag_partial`` (beyond lags 1-3) and ``pair_partial`` (beyond the four order-0 kernels):
         dict of Tensor[T]. Pass ``kernels`` (from :meth:`kernels`) to reuse them."""
         if not isinstance(embeddings, torch.Tensor) or embeddings.dim() != 3 or embeddings.shape[1] != self.vocab_size:
             raise ValueError(f"embeddings must have shape [T, {self.vocab_size}, d], got "
@@ -337,9 +383,10 @@ class TextCorpus:
         kernels = self.kernels(words, window) if kernels is None else kernels
         chosen = embeddings[:, self._check_words(words)]
         out = {name: alignment_curve(chosen, K) for name, K in kernels.items()}
-        controls = [torch.eye(len(words), dtype=torch.float64)]  # what a random Gram is on average
-        controls += [kernels[k] for k in ("bigram", "skipgram2", "skipgram3", "bag")]
-        out["pair_partial"] = partial_alignment_curve(chosen, kernels["pair"], controls)
+        identity = torch.eye(len(words), dtype=torch.float64)  # what a random Gram is on average
+        for name, below in PARTIAL_CONTROLS.items():
+            out[f"{name}_partial"] = partial_alignment_curve(chosen, kernels[name],
+                                                             [identity] + [kernels[k] for k in below])
         return out
 
     def alignment_chance(self, d_embed: int, words: torch.Tensor, window: int = 16,

@@ -62,3 +62,8 @@ def test_glued_text_reaches_the_page_verbatim(monkeypatch, value, fmt):
     assert format_plain_text(PlainTextFormatter()(glued["x"]), "") == text == fmt.format(value)
     # a cell that ends in a glue shows nothing more on the page: IPython defers to _ipython_display_
     assert isinstance(text, str) and text._ipython_display_() is None
+
+
+def test_a_claim_prints_nested_numbers_at_four_digits_not_sixteen():
+    claim = Claim("rule", True, {"peak_above_chance": {"bigram": 0.5432109876543211, "bag": None}})
+    assert str(claim) == "holds: rule (peak_above_chance={bigram: 0.5432, bag: None})", str(claim)

@@ -263,3 +263,137 @@ def test_the_recorded_results_say_which_corpus_they_used():
         result = sl.results.load(name)
         assert len(result["corpus"]["sha256"]) == 64 and result["corpus"]["python"].count(".") == 2, name
         assert set(result["chance"]) >= set(ORDER0) | {"pair", "pair_partial"}, name
+
+
+# ----- the staircase in the predictions, initialization and trends (synthetic histories) -----------------
+def _divergence(uni_at: float, bi_at: float, tri_at: float) -> torch.Tensor:
+    """KL(counted model || model) [T, 3] of a model that takes the unigram at ``uni_at``, the bigram at
+    ``bi_at`` and then drifts towards the trigram from ``tri_at`` (shaped like the chapter's small-init run)."""
+    uni = _text_sigmoid(uni_at, 1.84, 0.05) + _text_sigmoid(bi_at, 0.0, 0.6)
+    bi = _text_sigmoid(uni_at, 2.57, 0.75) - _text_sigmoid(bi_at, 0.0, 0.6) + _text_sigmoid(tri_at, 0.0, 0.1)
+    tri = _text_sigmoid(uni_at, 3.17, 1.37) - _text_sigmoid(bi_at, 0.0, 0.55) - _text_sigmoid(tri_at, 0.0, 0.2)
+    return torch.stack([uni, bi, tri], 1)
+
+
+PREDICTIONS = _divergence(25, 400, 1500)
+
+
+def test_the_predictions_climb_the_staircase_and_the_nulls_do_not():
+    claim = ch8.predictions_climb(TEXT_STEPS, PREDICTIONS)
+    assert claim, claim
+    assert claim.numbers["unigram_ratio"] >= 3 and claim.numbers["bigram_records"] >= 3
+    assert not ch8.predictions_climb(TEXT_STEPS, PREDICTIONS.flip(0))  # the curve re-ordered in time
+    permuted = PREDICTIONS[torch.randperm(len(TEXT_STEPS), generator=torch.Generator().manual_seed(0))]
+    assert not ch8.predictions_climb(TEXT_STEPS, permuted)
+    shuffled = PREDICTIONS.clone()  # a word-shuffled corpus: the bigram model is the unigram plus noise
+    shuffled[:, 1] = shuffled[:, 0] + 0.3
+    shuffled[:, 2] = shuffled[:, 0] + 0.9
+    assert not ch8.predictions_climb(TEXT_STEPS, shuffled)
+    large = _divergence(3, 40, 1500)  # large init: never rests on the unigram model
+    large[:, 0] = large[:, 0].clamp_min(0.3)
+    assert not ch8.predictions_climb(TEXT_STEPS, large)
+    stuck = _divergence(25, 400, 1e6)  # stops at the bigram: no move towards the trigram
+    stuck[:, 2] = stuck[:, 2].clamp_min(float(stuck[-1, 2]))
+    assert not ch8.predictions_climb(TEXT_STEPS, stuck)
+
+
+def test_predictions_climb_refuses_a_divergence_of_the_wrong_shape():
+    import pytest
+    with pytest.raises(ValueError, match=r"divergence must have shape \[T, 3\]"):
+        ch8.predictions_climb(TEXT_STEPS, PREDICTIONS[:, :2])
+    with pytest.raises(ValueError, match="divergence must have one row per recorded step"):
+        ch8.predictions_climb(TEXT_STEPS, PREDICTIONS[:5])
+    with pytest.raises(TypeError, match="divergence must be a tensor"):
+        ch8.predictions_climb(TEXT_STEPS, PREDICTIONS.tolist())
+
+
+def test_plateau_gone_holds_for_a_run_straight_through_and_fails_for_a_shifted_small_init_run():
+    assert ch8.plateau_gone(TEXT_STEPS, LARGE_INIT_LOSS, UNIGRAM)
+    assert not ch8.plateau_gone(TEXT_STEPS, SMALL_INIT_LOSS, UNIGRAM)
+    # the small-init run later in time, two ways: stretched on the log axis, and delayed by 1000 idle steps
+    assert not ch8.plateau_gone(TEXT_STEPS * 4, SMALL_INIT_LOSS, UNIGRAM)
+    idle = TEXT_STEPS < 1000
+    delayed = ch8.plateau_gone(torch.cat([TEXT_STEPS[idle], TEXT_STEPS + 1000]),
+                               torch.cat([SMALL_INIT_LOSS[:1].expand(int(idle.sum())), SMALL_INIT_LOSS]), UNIGRAM)
+    assert not delayed and delayed.numbers["dwell_ratio"] > 4, delayed
+    assert not ch8.plateau_gone(TEXT_STEPS, NO_LEARNING_LOSS, UNIGRAM)  # never leaves: no evidence of none
+
+
+def test_a_rise_needs_a_trend_and_a_late_step_without_one_fails():
+    t_bigram = sl.metrics.stair_time(TEXT_STEPS, TEXT_CURVES["bigram"], window=3)
+    for name in ("skipgram2", "skipgram3"):
+        claim = ch8.rises_with_trend(TEXT_STEPS, TEXT_CURVES[name], CHANCE[name], t_bigram)
+        assert claim, (name, claim)
+    noise = 0.01 * torch.randn(len(TEXT_STEPS), generator=torch.Generator().manual_seed(0))
+    step = 0.14 + noise + torch.where(TEXT_STEPS >= 3500, 0.2, 0.0)  # flat at chance, one jump at the end
+    late = ch8.rises_with_trend(TEXT_STEPS, step, 0.14, t_bigram)
+    assert not late and late.numbers["largest_step_share"] > 0.5, late
+    assert ch8.rises_after(TEXT_STEPS, step, 0.14, t_bigram)  # the old rule, without a trend, passed it
+    assert not ch8.rises_with_trend(TEXT_STEPS, TEXT_CURVES["bigram"], CHANCE["bigram"], t_bigram)  # already up
+    assert not ch8.rises_with_trend(TEXT_STEPS, TEXT_CURVES["skipgram2"], CHANCE["skipgram2"], None)  # censored
+    drift = 0.14 + 0.01 * TEXT_STEPS.double().clamp_min(1).log10().float()  # a slow drift too small to count
+    assert not ch8.rises_with_trend(TEXT_STEPS, drift, 0.14, t_bigram)
+
+
+def test_half_rise_times_and_their_order_in_gamma():
+    t = ch8.half_rise_time(TEXT_STEPS, TEXT_CURVES["skipgram2"], CHANCE["skipgram2"], after=200)
+    assert 500 < t < 1500, t
+    flat = torch.full_like(TEXT_STEPS, 0.14, dtype=torch.float)
+    assert ch8.half_rise_time(TEXT_STEPS, flat, 0.14, after=200) is None  # no rise: censored
+    assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, 900]})
+    assert not ch8.times_grow_with_gamma({0.25: [3000, 2800], 0.5: [200, 220], 1.0: [700, 900]})  # not monotone
+    assert not ch8.times_grow_with_gamma({0.5: [700, 720], 1.0: [700, 900]})  # too small a factor
+    assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, None, None]})  # censored counts as later
+
+
+# ----- the recorded runs with the predictions measured ---------------------------------------------------
+def _predictions(name: str):
+    result = sl.results.recorded(name)
+    return result, result.steps
+
+
+def test_the_prediction_staircase_holds_on_recorded_small_init_runs_and_fails_on_the_nulls():
+    for name, seeds in (("ch8_predictions_g100", {0, 1}), ("ch8_predictions_new_seeds", {3})):
+        result, steps = _predictions(name)
+        runs = [r for r in result.select(gamma=1.0) if r.seed in seeds]
+        assert len(runs) == len(seeds), (name, [r.seed for r in result.runs])
+        for run in runs:
+            claim = ch8.predictions_climb(steps, run.prediction_kl.T)
+            assert claim, (name, run.seed, claim)
+            assert not ch8.predictions_climb(steps, run.prediction_kl.T.flip(0)), (name, run.seed)
+    shuffled, steps = _predictions("ch8_predictions_shuffled")
+    null = ch8.predictions_climb(steps, shuffled.runs[0].prediction_kl.T)
+    assert not null and null.numbers["bigram_first"] is None, null  # never closest to the bigram model
+
+
+def test_the_initialization_claims_on_recorded_runs_and_their_time_shifted_nulls():
+    small, steps, runs = _recorded("ch8_real_text", 1.0)
+    unigram = small["levels"]["unigram"]
+    for run in runs:  # seeds 0-4 at gamma 1: never "gone", also when shifted or delayed in time
+        loss = torch.tensor(run["heldout_loss"])
+        assert not ch8.plateau_gone(steps, loss, unigram), run["seed"]
+        assert not ch8.plateau_gone(steps * 4, loss, unigram), run["seed"]
+        idle = steps < 1000
+        delayed = ch8.plateau_gone(torch.cat([steps[idle], steps + 1000]),
+                                   torch.cat([loss[:1].expand(int(idle.sum())), loss]), unigram)
+        assert not delayed, (run["seed"], delayed)
+    result, large_steps, quarter = _recorded("ch8_real_text_large_init", 0.25)
+    for run in quarter:
+        claim = ch8.plateau_gone(large_steps, torch.tensor(run["heldout_loss"]), unigram)
+        assert claim, (run["seed"], claim)
+        curves = {k: torch.tensor(run[f"cka_{k}"]) for k in ORDER0}
+        assert ch8.bigram_first_and_highest(large_steps, curves, result["chance"]), run["seed"]
+    new, new_steps = _predictions("ch8_predictions_new_seeds")  # seed 3, which the page does not use
+    for run in new.runs:
+        gone = ch8.plateau_gone(new_steps, run.heldout_loss, unigram)
+        assert bool(gone) is (run.gamma == 0.25), (run.gamma, gone)
+
+
+def test_later_partial_alignments_rise_with_a_trend_on_a_seed_the_page_does_not_use():
+    result, steps = _predictions("ch8_predictions_new_seeds")
+    run = result.select(gamma=1.0)[0]
+    stair = sl.metrics.stair_time(steps, run.cka_bigram, window=3)
+    for name in ("skipgram2_partial", "skipgram3_partial"):
+        claim = ch8.rises_with_trend(steps, getattr(run, f"cka_{name}"), result.chance[name], stair)
+        assert claim, (name, claim)
+    assert not ch8.rises_with_trend(steps, run.cka_bigram, result.chance["bigram"], stair)  # already up

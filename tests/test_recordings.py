@@ -19,6 +19,7 @@ SHORT = [
     ("ch5_trap_control", {"steps": 100, "seeds": 1}),
     ("ch6_transplant", {"steps": 100, "seeds": [0]}),
     ("ch8_real_text", {"steps": 30, "seeds": 1}),
+    ("ch8_predictions_g100", {"steps": 30, "seeds": 1}),  # the recorder with the predictions measured
     ("ch9_seeds", {"steps": 100, "seeds": [0]}),
 ]
 SETTINGS = ("activation", "gamma", "seed", "task", "arm", "model")  # what tells a result's runs apart
@@ -94,3 +95,14 @@ def test_obtain_loads_by_default_here_and_trains_live_when_switched_on(monkeypat
 def test_bad_recorder_calls_are_refused_clearly(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_rerunning_the_prediction_recording_gives_its_divergences_back():
+    shipped = results.recorded("ch8_predictions_g100").select(seed=0)[0]
+    again = results.RecordedResult.from_dict(recordings.rerun("ch8_predictions_g100", device="cpu", steps=30,
+                                                              seeds=1)).runs[0]
+    index = {int(s): i for i, s in enumerate(shipped.steps)}
+    shared = [(i, index[int(s)]) for i, s in enumerate(again.steps) if int(s) in index]
+    assert len(shared) >= 20
+    for i, j in shared:
+        assert again.prediction_kl[:, i].tolist() == pytest.approx(shipped.prediction_kl[:, j].tolist(), abs=2e-4)

@@ -159,3 +159,39 @@ def test_python_docs_are_built_once_and_cached(tmp_path):
 def test_bad_arguments_name_the_argument(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+def test_the_counted_models_predictions_give_the_held_out_levels_back():
+    corpus = TextCorpus.from_text(TOY, vocab_size=3)
+    stream = corpus.heldout_tokens[None, :]  # one long context: positions 1.. predict heldout_tokens[2:]
+    refs = corpus.ngram_predictions(stream)
+    assert refs.shape == (3, 1, stream.shape[1], 3)
+    assert torch.allclose(refs.sum(-1), torch.ones(()).double())
+    y = stream[0, 2:]
+    levels = corpus.ngram_levels()
+    for r, name in enumerate(("unigram", "bigram", "trigram")):
+        ce = -refs[r, 0, 1:-1].gather(-1, y[:, None]).log().mean()
+        assert float(ce) == pytest.approx(levels[name], abs=1e-12), name
+    assert torch.equal(refs[2, :, 0], refs[1, :, 0])  # no earlier token at position 0: the trigram is the bigram
+
+
+def test_ngram_predictions_refuses_bad_contexts():
+    corpus = TextCorpus.from_text(TOY, vocab_size=3)
+    with pytest.raises(TypeError, match="tokens must be a LongTensor"):
+        corpus.ngram_predictions(torch.zeros(4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"ids in \[0, 3\)"):
+        corpus.ngram_predictions(torch.full((2, 4), 3))
+
+
+def test_each_later_kernel_has_a_partial_alignment_blind_to_the_kernels_below_it():
+    corpus = TextCorpus.from_text(TOY * 3, vocab_size=3)
+    words = torch.tensor([0, 1, 2])
+    kernels = corpus.kernels(words, 4)
+    big = sl.text_corpus.PARTIAL_CONTROLS
+    assert set(big) == {"skipgram2", "skipgram3", "bag", "pair"}
+    # embeddings whose Gram is exactly the bigram kernel (plus the identity): no alignment beyond it
+    values, vectors = torch.linalg.eigh(kernels["bigram"] + torch.eye(3, dtype=torch.float64))
+    full = (vectors * values.clamp_min(0).sqrt())[None]  # [T = 1, V = 3, d = 3], float64
+    curves = corpus.alignment(full, words, 4, kernels)
+    assert abs(float(curves["skipgram2_partial"][0])) < 1e-4, curves["skipgram2_partial"]
+    assert float(curves["skipgram2"][0]) > 0.5, curves["skipgram2"]  # the plain CKA counts the overlap

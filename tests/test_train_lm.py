@@ -129,7 +129,8 @@ def test_real_text_run_records_the_text_kernels_and_the_held_out_loss(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(out.read_text())
     assert result["config"]["corpus"] == "python-docs" and len(result["config"]["sha256"]) == 64
-    assert set(result["chance"]) == {"bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial"}
+    assert set(result["chance"]) == {"bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial",
+                                     "skipgram2_partial", "skipgram3_partial", "bag_partial"}
     assert len(result["cka_bigram"]) == len(result["heldout_loss"]) == 4
     levels = result["config"]["levels"]
     assert levels["unigram"] > levels["bigram"] > levels["trigram"]

@@ -36,6 +36,8 @@ def _fmt(value: Any) -> str:
         return f"{value:.4g}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):  # nested numbers (a claim per kernel) at the same four digits
+        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 

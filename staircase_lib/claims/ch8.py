@@ -15,13 +15,14 @@ from typing import Mapping, Sequence
 
 import torch
 
-from ..metrics import cka, crossing_time, smooth, stair_time
+from ..metrics import cka, crossing_time, rank_correlation, smooth, stair_time
 from .base import Claim
 
 __all__ = ["plateau_on_unigram", "bigram_first_and_highest", "rises_after", "in_every_run",
            "bigram_blind_to_class", "pos_then_class", "entropy_drop_near_class_stair",
            "bigram_alignment_first", "persistence_lifts_class", "no_plateau_at_large_init",
-           "pos_transient", "attention_uniform_through"]
+           "pos_transient", "attention_uniform_through", "predictions_climb", "plateau_gone", "rise_trend",
+           "rises_with_trend", "half_rise_time", "times_grow_with_gamma"]
 
 
 def bigram_blind_to_class(rows: torch.Tensor, pos: torch.Tensor, cls: torch.Tensor,
@@ -212,3 +213,170 @@ def in_every_run(claims: Sequence[Claim], name: str, need: int | None = None) ->
     k = sum(bool(c) for c in claims)
     return Claim(f"{name}: holds in {k} of {len(claims)} runs (needs {need}); rule: {claims[0].statement}",
                  k >= need, {"holds_in": f"{k} of {len(claims)}", "runs": [c.numbers for c in claims]})
+
+
+# ----- real text: the staircase in the predictions, initialization, trends -------------------------------
+def _check_curve(name: str, steps: torch.Tensor, curve) -> torch.Tensor:
+    if not isinstance(curve, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor, got {type(curve).__name__}")
+    if not isinstance(steps, torch.Tensor) or steps.dim() != 1 or len(steps) < 2 or curve.shape[0] != len(steps):
+        raise ValueError(f"{name} must have one row per recorded step ({len(steps)}), got shape {tuple(curve.shape)}")
+    return curve.double()
+
+
+def _runs(mask: torch.Tensor) -> list[tuple[int, int]]:
+    """The maximal stretches of consecutive True records of ``mask`` (BoolTensor[T]): [(first, last), ...]."""
+    found, start = [], None
+    for i, m in enumerate(mask.tolist() + [False]):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            found.append((start, i - 1))
+            start = None
+    return found
+
+
+def predictions_climb(steps: torch.Tensor, divergence: torch.Tensor, on_plateau: float = 0.1,
+                      min_ratio: float = 3.0, min_records: int = 3, min_gain: float = 0.05,
+                      window: int = 3) -> Claim:
+    """The staircase in the predictions: the model's next-token distribution on held-out contexts is first
+    closest to the counted unigram model, then to the bigram model, then moves towards the trigram model.
+
+    ``divergence``: Tensor[T, 3], ``KL(counted model || model)`` for the unigram, bigram and trigram models at
+    each record (:func:`staircase_lib.predictions.prediction_divergence`), smoothed over ``window`` records.
+    Holds if (1) the first stretch of consecutive records where the unigram is the closest model *and* the
+    model sits on it (divergence <= ``on_plateau`` nats, the tolerance of :func:`plateau_on_unigram`) lasts a
+    factor >= ``min_ratio`` in time (first record after it / first record in it); (2) after it the bigram is
+    the closest model for >= ``min_records`` consecutive records; (3) from the bigram divergence's lowest
+    record on, the divergence from the trigram falls by >= ``min_gain`` nats with a trend
+    (:func:`rise_trend`): the model takes in what the trigram adds beyond the last word. A run whose
+    predictions never sit on the unigram, never turn to the bigram, or stop there fails."""
+    kl = _check_curve("divergence", steps, divergence)
+    if kl.dim() != 2 or kl.shape[1] != 3:
+        raise ValueError(f"divergence must have shape [T, 3] (unigram, bigram, trigram), got {tuple(kl.shape)}")
+    kl = torch.stack([smooth(kl[:, r], window) for r in range(3)], 1)
+    closest = kl.argmin(1)
+    numbers: dict = {"unigram_enter": None, "unigram_leave": None, "unigram_ratio": float("nan"),
+                     "bigram_first": None, "bigram_records": 0, "trigram_fall": float("nan"),
+                     "trigram_trend": float("nan"), "trigram_closest_at_end": bool(closest[-1] == 2)}
+    sitting = _runs((closest == 0) & (kl[:, 0] <= on_plateau))
+    if not sitting:
+        return Claim("predictions: unigram, then bigram, then towards the trigram (never on the unigram)", False,
+                     numbers)
+    first, last = sitting[0]
+    leave = int(steps[min(last + 1, len(steps) - 1)])
+    numbers.update(unigram_enter=int(steps[first]), unigram_leave=leave,
+                   unigram_ratio=leave / max(int(steps[first]), 1))
+    bigram = [r for r in _runs(closest == 1) if r[0] > last and r[1] - r[0] + 1 >= min_records]
+    holds = numbers["unigram_ratio"] >= min_ratio and bool(bigram)
+    if bigram:
+        numbers.update(bigram_first=int(steps[bigram[0][0]]), bigram_records=bigram[0][1] - bigram[0][0] + 1)
+        low = bigram[0][0] + int(kl[bigram[0][0]:, 1].argmin())
+        trend = rise_trend(steps[low:], -kl[low:, 2], min_rise=min_gain) if len(steps) - low >= 3 else None
+        if trend is not None:
+            numbers.update(trigram_fall=trend.numbers["gain"], trigram_trend=trend.numbers["trend"])
+        holds = holds and trend is not None and bool(trend)
+    return Claim(f"predictions closest to the unigram (within {on_plateau:g} nats) for a factor >= {min_ratio:g} in "
+                 f"time, then to the bigram for >= {min_records} records, then >= {min_gain:g} nats closer to the "
+                 "trigram with a trend", holds, numbers)
+
+
+def plateau_gone(steps: torch.Tensor, loss: torch.Tensor, unigram: float, tolerance: float = 0.1,
+                 max_ratio: float = 2.0, min_drop: float = 0.5, onset: float = 0.1) -> Claim:
+    """No unigram plateau: the loss passes the unigram entropy without resting on it, and the run learns.
+
+    Time is counted from the loss's ``start`` (the first record where it has fallen by ``onset`` of the way
+    from its first value to the band), so a run that only starts later (a plateau delayed in time) is not
+    read as "no plateau". ``enter``/``leave`` as in :func:`plateau_on_unigram`; holds if ``(leave - start) /
+    (enter - start) <= max_ratio`` (less than the factor in time :func:`plateau_on_unigram` asks of a
+    plateau) and the loss ends at least ``min_drop`` below the unigram level. A loss that never falls that
+    far fails (no plateau left behind is no evidence of none). ``steps``, ``loss``: Tensor[T]."""
+    loss = _check_curve("loss", steps, loss)
+    band = unigram + tolerance
+    start = crossing_time(steps, loss, float(loss[0]) - onset * (float(loss[0]) - band))
+    enter = crossing_time(steps, loss, band)
+    later = steps >= enter if enter is not None else torch.zeros_like(steps, dtype=torch.bool)
+    leave = crossing_time(steps[later], loss[later], unigram - tolerance) if later.any() else None
+    final = float(loss[-max(1, len(loss) // 20):].mean())
+    if start is None or enter is None or leave is None:
+        return Claim(f"loss passes the unigram band within a factor {max_ratio:g} in time (censored)", False,
+                     {"start": start, "enter": enter, "leave": leave, "final": final})
+    ratio = (leave - start) / max(enter - start, 1)
+    holds = ratio <= max_ratio and final <= unigram - min_drop
+    return Claim(f"loss passes within {tolerance:g} of the unigram entropy in a factor <= {max_ratio:g} in time "
+                 f"(counted from its start), and ends >= {min_drop:g} below it", holds,
+                 {"start": start, "enter": enter, "leave": leave, "dwell_ratio": ratio, "final": final})
+
+
+def rise_trend(steps: torch.Tensor, curve: torch.Tensor, min_rise: float = 0.05, min_trend: float = 0.8,
+               max_step_share: float = 0.5, window: int = 3, tail: float = 0.1) -> Claim:
+    """A rise with a trend, not a step: over the records given (``steps``, ``curve``: Tensor[T], T >= 3) the
+    curve smoothed over ``window`` records gains at least ``min_rise`` from its first record to its mean over
+    the last ``tail`` of them, its rank correlation with time is at least ``min_trend``, and no single
+    record-to-record increase of the raw curve makes up more than ``max_step_share`` of the gain."""
+    curve = _check_curve("curve", steps, curve)
+    if len(steps) < 3:
+        raise ValueError(f"a trend needs at least 3 records, got {len(steps)}")
+    values = smooth(curve, window)
+    end = float(values[-max(1, math.ceil(tail * len(values))):].mean())
+    gain = end - float(values[0])
+    trend = rank_correlation(values, steps.double())
+    largest = float(curve.diff().max())
+    share = largest / gain if gain > 0 else float("inf")
+    holds = gain >= min_rise and trend >= min_trend and share <= max_step_share
+    return Claim(f"gains >= {min_rise:g} with a trend (rank correlation with time >= {min_trend:g}, no record-to-"
+                 f"record step above {max_step_share:g} of the gain)", holds,
+                 {"gain": gain, "trend": trend, "largest_step_share": share})
+
+
+def rises_with_trend(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: int | None,
+                     min_rise: float = 0.05, at_most: float = 0.1, min_trend: float = 0.8,
+                     max_step_share: float = 0.5, window: int = 3, tail: float = 0.1) -> Claim:
+    """A later kernel rises after the bigram stair, with a trend: at step ``after`` the curve (smoothed) is at
+    most ``at_most`` above ``chance``, and over the records from there to the end it rises by ``min_rise``
+    or more with a trend (:func:`rise_trend`), a late step with no trend failing. Censored (fails) if
+    ``after`` is None or fewer than 3 records follow it."""
+    curve = _check_curve("curve", steps, curve)
+    from_stair = steps >= after if after is not None else torch.zeros_like(steps, dtype=torch.bool)
+    if int(from_stair.sum()) < 3:
+        return Claim(f"rises by >= {min_rise:g} with a trend after the bigram stair (censored)", False,
+                     {"after": after})
+    at = float(smooth(curve, window)[from_stair][0]) - chance
+    trend = rise_trend(steps[from_stair], curve[from_stair], min_rise, min_trend, max_step_share, window, tail)
+    return Claim(f"<= {at_most:g} above chance at the bigram stair, then {trend.statement}",
+                 at <= at_most and bool(trend), {"at_bigram_stair": at, **trend.numbers})
+
+
+def half_rise_time(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: int = 0, window: int = 3,
+                   tail: float = 0.1, min_rise: float = 0.05) -> int | None:
+    """When a curve that rises with a trend after step ``after`` (:func:`rise_trend` with ``min_rise``) first
+    reaches half of its end value above its value at ``after`` (smoothed over ``window`` records); None
+    (censored) when it does not rise so. ``chance`` only shifts both ends and is kept for symmetry."""
+    curve = _check_curve("curve", steps, curve) - chance
+    keep = steps >= after
+    if int(keep.sum()) < 3 or not rise_trend(steps[keep], curve[keep], min_rise=min_rise, window=window, tail=tail):
+        return None
+    values = smooth(curve[keep], window)
+    end = float(values[-max(1, math.ceil(tail * len(values))):].mean())
+    return crossing_time(steps[keep], values, (float(values[0]) + end) / 2, below=False)
+
+
+def times_grow_with_gamma(times: Mapping[float, Sequence[int | None]], min_ratio: float = 1.5) -> Claim:
+    """Stair times grow as the initialization shrinks (gamma grows): the median time (a censored run, None,
+    counts as later than every recorded one) rises from each gamma to the next larger one, and the largest
+    gamma's median is at least ``min_ratio`` times the smallest's. ``times``: gamma -> one time per seed."""
+    if len(times) < 2 or any(len(v) == 0 for v in times.values()):
+        raise ValueError(f"times must map at least two gammas to non-empty lists of times, got {dict(times)!r:.80}")
+
+    def median(values: Sequence[int | None]) -> float:
+        ordered = sorted(float("inf") if v is None else float(v) for v in values)
+        n = len(ordered)
+        return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+    gammas = sorted(times)
+    medians = [median(times[g]) for g in gammas]
+    rising = all(b > a for a, b in zip(medians, medians[1:]))
+    ratio = medians[-1] / max(medians[0], 1.0)
+    return Claim(f"median time rises with gamma at every step and by a factor >= {min_ratio:g} over the range",
+                 rising and ratio >= min_ratio,
+                 {"gammas": gammas, "medians": medians, "ratio": ratio})

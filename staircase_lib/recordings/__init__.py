@@ -23,7 +23,9 @@ RECORDERS: dict[str, Callable[..., dict]] = {
     "ch5_trap_control": ch5.trap_control,
     "ch6_transplant": ch6.transplant,
     **{name: ch8.real_text for name in ("ch8_real_text", "ch8_real_text_large_init", "ch8_real_text_tied",
-                                        "ch8_real_text_long")},
+                                        "ch8_real_text_long", "ch8_predictions_g100", "ch8_predictions_g050",
+                                        "ch8_predictions_g025", "ch8_predictions_shuffled",
+                                        "ch8_predictions_new_seeds")},
     "ch9_seeds": ch9.seeds_and_control,
 }
 

@@ -5,8 +5,13 @@ For every run it records, on a log-spaced schedule: the loss on a fixed batch of
 batch of held-out text; the alignment (linear CKA) of the embeddings of the most frequent words with the
 bigram, lag-2, lag-3, bag-of-tokens and pair kernels, the partial alignment with the pair kernel's order-1
 part (``pair_partial``) and the unnormalized projection on the bigram kernel; the mean normalized attention
-entropy of every layer. The corpus's counted n-gram levels, the chance level of every curve and the corpus's
-Python version and content hash are saved with it.
+entropy of every layer; the partial alignments of the lag-2, lag-3 and bag kernels with what the kernels
+below them do not explain (``PARTIAL_CURVES``); with ``predictions=N``, the divergence
+``KL(counted model || model)`` of the model's next-token distribution from the counted unigram, bigram and
+trigram models on ``N`` fixed held-out sequences (``prediction_kl``: [unigram, bigram, trigram] per record,
+:func:`staircase_lib.predictions.prediction_divergence`). The corpus's counted n-gram levels, the chance level
+of every curve and the corpus's Python version and content hash are saved with it. ``shuffled=True`` trains on
+the word-shuffled corpus (``TextCorpus.shuffled``): the null where no word says anything about its neighbours.
 """
 from __future__ import annotations
 
@@ -16,13 +21,34 @@ from collections.abc import Sequence
 import torch
 
 from .. import corpus as corpora
-from .. import metrics, models, runtime, training
+from .. import metrics, models, predictions, runtime, training
 from .._checks import check_positive_int
 from ..results import rounded
 
-__all__ = ["CURVES", "measure", "real_text"]
+__all__ = ["CURVES", "PARTIAL_CURVES", "REFERENCES", "measure", "real_text"]
 
 CURVES = ("bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial")
+PARTIAL_CURVES = ("skipgram2_partial", "skipgram3_partial", "bag_partial")
+REFERENCES = ("unigram", "bigram", "trigram")
+"""The counted models of ``prediction_kl``, in its order."""
+
+
+class _PredictingGPT(models.TinyGPT):
+    """A :class:`~staircase_lib.models.TinyGPT` whose training snapshot also holds ``prediction_kl``
+    (Tensor[3]): ``KL(counted model || this model)`` on the fixed held-out ``contexts`` (LongTensor[N, L]) for
+    the counted ``references`` (Tensor[3, N, L - 1, V] at positions 1..L-1, where the trigram has its two
+    tokens). The same parameters, initialization and training as the plain model."""
+
+    def __init__(self, *args, contexts: torch.Tensor, references: torch.Tensor, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register_buffer("contexts", contexts, persistent=False)
+        self.register_buffer("references", references, persistent=False)
+
+    def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+        out = super().training_snapshot(tokens)
+        log_probs = torch.log_softmax(self.logits(self.contexts)[:, 1:].double(), -1)
+        out["prediction_kl"] = predictions.prediction_divergence(log_probs, self.references).float()
+        return out
 
 
 def measure(corpus: corpora.TextCorpus, run: training.History, words: torch.Tensor,
@@ -30,7 +56,10 @@ def measure(corpus: corpora.TextCorpus, run: training.History, words: torch.Tens
     """What the result keeps of one run (rounded lists over the recorded steps)."""
     curves = corpus.alignment(run.embeddings, words, window, kernels)
     entropy = run.extras["attention_entropy"][..., 1:].mean((-1, -2))  # [T, layers]: heads and queries >= 1
-    return {"loss": rounded(run.loss, 4),
+    extra = {f"cka_{name}": rounded(curves[name]) for name in PARTIAL_CURVES}
+    if "prediction_kl" in run.extras:
+        extra["prediction_kl"] = rounded(run.extras["prediction_kl"].T, 4)  # [3, T]: unigram, bigram, trigram
+    return {**extra, "loss": rounded(run.loss, 4),
             "heldout_loss": rounded(run.probes["heldout"]["loss"], 4),
             **{f"cka_{name}": rounded(curves[name]) for name in CURVES},
             "projection_bigram": rounded(metrics.projection_curve(run.embeddings[:, words], kernels["bigram"]), 5),
@@ -41,23 +70,35 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
               layers: int = 1, heads: int = 2, d_embed: int = 64, seq_len: int = 16, vocab_size: int = 512,
               words: int = 150, steps: int = 4000, lr: float = 3e-3, batch_size: int = 32, eval_size: int = 512,
               records_per_decade: int = 20, device: str = "auto",
-              keep_embeddings: bool = False) -> dict:
+              keep_embeddings: bool = False, predictions: int = 0, shuffled: bool = False) -> dict:
     """Train ``gammas`` x ``seeds`` tiny GPTs (model seeds ``first_seed``, ...) and return the result; with
     ``keep_embeddings`` also the frequent words' embeddings of every run, under ``"embeddings"`` as tensors
-    (for ``torch.save``, not for JSON)."""
+    (for ``torch.save``, not for JSON). ``predictions``: held-out sequences the prediction divergences are
+    measured on (0: not measured); ``shuffled``: train on the word-shuffled corpus (seed 0)."""
     check_positive_int("seeds", seeds)
     check_positive_int("words", words)
     if not isinstance(vocab_size, int) or vocab_size <= words:
         raise ValueError(f"vocab_size must be an int above words ({words}), got {vocab_size!r}")
     start = time.time()
+    if isinstance(predictions, bool) or not isinstance(predictions, int) or not 0 <= predictions <= eval_size:
+        raise ValueError(f"predictions must be an int in [0, eval_size={eval_size}], got {predictions!r}")
+    if not isinstance(shuffled, bool):
+        raise TypeError(f"shuffled must be True or False, got {shuffled!r}")
     corpus = corpora.TextCorpus.from_python_docs(vocab_size)
+    if shuffled:
+        corpus = corpus.shuffled(0)
     frequent = corpus.frequent_words(words)
     kernels = corpus.kernels(frequent, seq_len)
     task = corpus.sequences(seq_len)
     heldout = corpus.sequences(seq_len, split="heldout").sample(eval_size, torch.Generator().manual_seed(20_000))
     members = [(g, s) for g in gammas for s in range(first_seed, first_seed + seeds)]
-    gpts = [models.TinyGPT(corpus.vocab_size, seq_len, d_embed=d_embed, n_layers=layers, n_heads=heads, tied=tied,
-                           gamma=g, seed=s) for g, s in members]
+    if predictions:
+        contexts = heldout.tokens[:predictions]
+        references = corpus.ngram_predictions(contexts)[:, :, 1:].float()
+        extra = {"contexts": contexts, "references": references}
+    kind = _PredictingGPT if predictions else models.TinyGPT
+    gpts = [kind(corpus.vocab_size, seq_len, d_embed=d_embed, n_layers=layers, n_heads=heads, tied=tied, gamma=g,
+                 seed=s, **(extra if predictions else {})) for g, s in members]
     config = training.TrainConfig(steps=steps, lr=lr, batch_size=batch_size, record="log",
                                   records_per_decade=records_per_decade, eval_size=eval_size, device=device,
                                   progress=False)
@@ -65,7 +106,7 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
     settings = dict(seeds=seeds, first_seed=first_seed, gammas=list(gammas), tied=tied, layers=layers, heads=heads,
                     d_embed=d_embed, seq_len=seq_len, vocab_size=vocab_size, words=words, steps=steps, lr=lr,
                     batch_size=batch_size, eval_size=eval_size, records_per_decade=records_per_decade,
-                    device=device)
+                    device=device, predictions=predictions, shuffled=shuffled)
     out = {"config": {**settings, "device_used": str(runtime.resolve_device(device))},
            "corpus": {"source": corpus.source, "python": corpus.python_version, "sha256": corpus.content_hash,
                       "tokens": len(corpus.tokens), "heldout_tokens": len(corpus.heldout_tokens),
