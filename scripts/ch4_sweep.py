@@ -15,12 +15,22 @@ CPU here):
     # the saddle escape of the pair stair under gradient descent: gamma = 0.75, two seeds (~8 min)
     python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 --seeds 0 1 --steps 30000 \
         --record-every 250 --out staircase_lib/data/ch4_gd_escape.json
+    # the minibatch kick at stair 0 with batches eight times larger than the escape's (~10 min on a CPU)
+    python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 8192 --gammas 0.75 --seeds 0 1 --steps 4000 \
+        --record-every 50 --out staircase_lib/data/ch4_gd_kick.json
+    # the timing of the pair stair under gradient descent: two init rates, two seeds (~15 min alone on a CPU)
+    python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 0.875 --seeds 0 1 \
+        --steps 60000 --record-every 250 --out staircase_lib/data/ch4_gd_pair_timing.json
     # seeds the book does not use, for the tests: GELU and identity, large and small init (~5 min), and the
     # saddle escape (~8 min)
     python scripts/ch4_sweep.py --activations gelu identity --gammas 0.25 1 --seeds 3 4 --steps 20000 --frames 2 \
         --out staircase_lib/data/ch4_new_seeds.json
     python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 --seeds 2 3 --steps 30000 \
         --record-every 250 --out staircase_lib/data/ch4_gd_escape_new_seeds.json
+    python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 1 --seeds 2 3 --steps 120000 \
+        --record-every 500 --out staircase_lib/data/ch4_gd_pair_timing_new_seeds.json
+    python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 8192 --gammas 0.75 --seeds 2 3 --steps 4000 \
+        --record-every 50 --out staircase_lib/data/ch4_gd_kick_new_seeds.json
     # the activation explorer's views: seed 0 of four activations, 20,000 steps (about five minutes on a CPU)
     python scripts/ch4_sweep.py --activations gelu tanh quadratic identity --gammas 1 --seeds 0 --steps 20000 \
         --out staircase_lib/data/ch4_activations.json

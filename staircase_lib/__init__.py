@@ -5,11 +5,11 @@ is its list):
 ``_checks``/``_version``/``runtime``/``cache``/``projects``/``offline``
 -> ``tasks``/``metrics``/``results``/``predictions`` -> ``signatures``/``corpus``/``text_corpus`` -> ``models``
 -> ``training``/``theory`` -> ``plotting``/``widgets``
--> ``exercises``/``coursework``/``session``/``claims``/``recordings``.
+-> ``exercises``/``coursework``/``session``/``claims``/``recordings`` -> ``pages``.
 """
 from ._version import __version__
-from . import (cache, claims, corpus, exercises, metrics, models, plotting, predictions,  # noqa: E402
-               projects, recordings, results, signatures, tasks, theory, training, widgets)
+from . import (cache, claims, corpus, exercises, metrics, models, pages, plotting,  # noqa: E402
+               predictions, projects, recordings, results, signatures, tasks, theory, training, widgets)
 from .runtime import resolve_device  # noqa: E402
 from .session import setup  # noqa: E402
 
@@ -21,6 +21,7 @@ __all__ = [
     "exercises",
     "metrics",
     "models",
+    "pages",
     "plotting",
     "predictions",
     "projects",

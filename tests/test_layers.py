@@ -19,6 +19,7 @@ LAYERS = [
     {"training", "theory"},
     {"plotting", "widgets"},
     {"exercises", "coursework", "session", "claims", "recordings"},
+    {"pages"},
 ]
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 

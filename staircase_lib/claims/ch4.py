@@ -243,7 +243,7 @@ def adam_step_at_unit_eps(gammas: Sequence[float], pair_times: Sequence[int | No
 
 def gd_power_law(gammas: Sequence[float], first_times: Sequence[float | None], d_embed: int,
                  exponent: tuple[float, float] = (0.75, 1.5), min_gammas: int = 3, min_z: float = 3.0,
-                 fan_ins: Sequence[int] | None = None) -> Claim:
+                 fan_ins: Sequence[int] | None = None, stair: str = "t0") -> Claim:
     """P2 under gradient descent: the first stair comes later from smaller seeds, as a power of 1/eps (the
     growth law of three factors, :math:`t_0 \\propto \\varepsilon^{-(D-2)}` with D = 3). Every run at a larger
     gamma is later than every run at a smaller one, no run is censored, and the least-squares slope of
@@ -257,12 +257,13 @@ def gd_power_law(gammas: Sequence[float], first_times: Sequence[float | None], d
     d = 32). With ``fan_ins`` (the model's factors, e.g. ``(d, L d, m)``), the prediction for the model
     trained: :func:`~staircase_lib.theory.feedforward.escape_exponent` from the per-factor scales, with a
     half-width of half its distance to the equal-scale law's 1, so the window rejects that law (and the
-    logarithmic one); each neighbouring pair is compared with its own predicted slope."""
+    logarithmic one); each neighbouring pair is compared with its own predicted slope. ``stair`` names the time
+    in the claim's text (``"t1 - t0"`` for the pair stair's wait)."""
     pairs = sorted(zip(gammas, first_times), key=lambda p: p[0])
     values = sorted(set(gammas))
     complete = len(values) >= min_gammas and all(t is not None and t > 0 for _, t in pairs)
     if not complete:
-        return Claim("gradient descent: t0 grows as a power of 1/eps", False,
+        return Claim(f"gradient descent: {stair} grows as a power of 1/eps", False,
                      {"gammas": len(values), "censored": sum(t is None for _, t in pairs)})
     groups = [[t for g, t in pairs if g == v] for v in values]
     ordered = all(max(a) < min(b) for a, b in zip(groups, groups[1:]))
@@ -287,7 +288,7 @@ def gd_power_law(gammas: Sequence[float], first_times: Sequence[float | None], d
         name = f"slope within {half:.2f} of the per-factor prediction {predicted[0]:.2f}"
     inside = [lo <= s <= hi for s, (lo, hi) in zip([slope, *segments], windows)]
     holds = ordered and z >= min_z and all(inside)
-    return Claim(f"gradient descent: t0 later at every larger gamma, log t0 against log(1/eps) with {name} "
+    return Claim(f"gradient descent: {stair} later at every larger gamma, log({stair}) against log(1/eps) with {name} "
                  f"(and between every two neighbouring gammas), > {min_z} s.e.", holds, numbers)
 
 

@@ -18,7 +18,9 @@ __all__ = ["RECORDERS", "ch4", "ch5", "ch6", "ch8", "ch9", "obtain", "rerun", "s
 # every shipped result a chapter or a test loads -> the function that recorded it
 RECORDERS: dict[str, Callable[..., dict]] = {
     **{name: ch4.sweep for name in ("ch4_init_sweep", "ch4_staircase", "ch4_gd_timing", "ch4_gd_escape",
-                                    "ch4_new_seeds", "ch4_gd_escape_new_seeds", "ch4_activations", "ch4_linear")},
+                                    "ch4_new_seeds", "ch4_gd_escape_new_seeds", "ch4_activations", "ch4_linear",
+                                    "ch4_gd_kick", "ch4_gd_kick_new_seeds", "ch4_gd_pair_timing",
+                                    "ch4_gd_pair_timing_new_seeds")},
     "ch5_attention": ch5.attention,
     "ch5_trap_control": ch5.trap_control,
     "ch6_transplant": ch6.transplant,
