@@ -103,7 +103,7 @@ def plateau_level(steps: Sequence[torch.Tensor], losses: Sequence[torch.Tensor],
     for loss in losses:
         loss = torch.as_tensor(loss).double()
         near = loss[(loss - levels[1]).abs() <= tol]
-        offsets.append(float((near.median() - levels[1]) / noise) if len(near) else math.nan)
+        offsets.append((median(near) - levels[1]) / noise if len(near) else math.nan)
     holds = bool(dwell) and min(dwell) >= min_decades and noise < tol / 2
     return Claim(f"the loss rests within {tol:.4f} of level 1 (nearer it than level 0) for >= {min_decades} "
                  "decades in every seed; evaluation noise < half that", holds,
