@@ -67,3 +67,24 @@ def test_glued_text_reaches_the_page_verbatim(monkeypatch, value, fmt):
 def test_a_claim_prints_nested_numbers_at_four_digits_not_sixteen():
     claim = Claim("rule", True, {"peak_above_chance": {"bigram": 0.5432109876543211, "bag": None}})
     assert str(claim) == "holds: rule (peak_above_chance={bigram: 0.5432, bag: None})", str(claim)
+
+
+@pytest.mark.parametrize("value, side, decimals, text", [
+    (0.8564, "lower", 2, "0.85"), (0.0348, "upper", 2, "0.04"), (0.9956, "lower", 2, "0.99"),
+    (0.29, "lower", 2, "0.29"), (0.29, "upper", 2, "0.29"), (-0.123, "lower", 2, "-0.13"),
+    (1234.5, "upper", 0, "1235")])
+def test_glue_bound_rounds_so_the_printed_bound_still_holds(value, side, decimals, text):
+    """A lower bound rounds down, an upper one up; an exact two-place value (0.29, inexact in binary) stays."""
+    from staircase_lib.claims import glue_bound
+    assert str(glue_bound("b", value, side, decimals)) == text
+    printed = float(text)
+    assert printed <= value if side == "lower" else printed >= value
+
+
+@pytest.mark.parametrize("kwargs", [dict(side="low"), dict(side="lower", decimals=-1),
+                                    dict(side="lower", decimals=1.5), dict(side="lower", value=float("nan"))])
+def test_glue_bound_rejects_bad_input(kwargs):
+    from staircase_lib.claims import glue_bound
+    args = dict(name="b", value=0.5) | kwargs
+    with pytest.raises(ValueError, match=next(iter(set(kwargs) - {"side"}), "side")):
+        glue_bound(**args)

@@ -8,6 +8,6 @@ order, the identity activation) and checks that it fails there.
 from __future__ import annotations
 
 from . import ch1, ch2, ch3, ch4, ch5, ch6, ch7, ch8, ch9
-from .base import Claim, glue, table
+from .base import Claim, glue, glue_bound, table
 
-__all__ = ["Claim", "glue", "table", "ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "ch9"]
+__all__ = ["Claim", "glue", "glue_bound", "table", "ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "ch9"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import decimal
+import math
 import statistics
 import textwrap
 
@@ -11,7 +13,7 @@ import torch
 
 from .._checks import check_positive_int
 
-__all__ = ["Claim", "glue", "table", "fit_line", "reproduces"]
+__all__ = ["Claim", "glue", "glue_bound", "table", "fit_line", "reproduces"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,22 @@ def glue(name: str, value: Any, fmt: str = "{:.3g}", display: bool = False) -> s
         return text
     myst_glue(name, text, display=display)
     return _Glued(text)
+
+
+def glue_bound(name: str, value: float, side: str, decimals: int = 2) -> str:
+    """Glue ``value`` as the bound the text states: ``side="lower"`` ("at least ...") rounds it down and
+    ``side="upper"`` ("at most ...") rounds it up, to ``decimals`` places, so that the printed bound still
+    holds (0.8564 reads "at least 0.85", 0.0348 "at most 0.04"). Rounds in decimal, not binary, arithmetic."""
+    if side not in ("lower", "upper"):
+        raise ValueError(f"side must be 'lower' or 'upper', got {side!r}")
+    if not isinstance(decimals, int) or isinstance(decimals, bool) or decimals < 0:
+        raise ValueError(f"decimals must be an int >= 0, got {decimals!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"value must be a finite number, got {value!r}")
+    rounding = decimal.ROUND_FLOOR if side == "lower" else decimal.ROUND_CEILING
+    bound = decimal.Decimal(repr(number)).quantize(decimal.Decimal(1).scaleb(-decimals), rounding=rounding)
+    return glue(name, float(bound), f"{{:.{decimals}f}}")
 
 
 class _Glued(str):
