@@ -5,5 +5,6 @@ a loop, a measurement or a figure), and the page's claims cell collects the clai
 from __future__ import annotations
 
 from . import ch4
+from .base import Experiment
 
-__all__ = ["ch4"]
+__all__ = ["Experiment", "ch4"]

@@ -8,38 +8,21 @@ The page's core calls one of these per experiment, in a folded cell; its claims 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 
 from .. import metrics, recordings, tasks
-from ..claims import Claim, ch4, glue
+from ..claims import ch4, glue
 from ..theory import escape_exponent, escape_time, relative_init_scales
+from .base import Experiment, listed as _listed
 
 __all__ = ["Experiment", "FAN_INS", "staircase", "live_runs", "last_stair", "saddle_escape", "gd_timing",
            "adam_sweep", "linear_control", "activation_views"]
 
 # the Emb-MLP's three factors and their fan-ins: E (d = 32), W1 (L d = 96), W2 (m = 256)
 FAN_INS = (32, 96, 256)
-
-
-@dataclass
-class Experiment:
-    """One experiment of the page: its runs and measurements as attributes (``data``), and its claims."""
-
-    data: SimpleNamespace
-    claims: dict[str, Claim] = field(default_factory=dict)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("data", "claims"):
-            raise AttributeError(name)
-        return getattr(self.data, name)
-
-
-def _listed(values: Sequence[Any], fmt: str = "{}") -> str:
-    return ", ".join("censored" if v is None else fmt.format(v) for v in values)
 
 
 def staircase() -> Experiment:
