@@ -54,13 +54,18 @@ def cka(x: torch.Tensor, kernel: torch.Tensor, x_is_gram: bool | None = None) ->
     return float((g * k).sum() / denom)
 
 
-def cka_chance(kernel: torch.Tensor, d_embed: int, n_draws: int = 32, seed: int = 0) -> float:
-    """Mean CKA of ``kernel`` with Gaussian random embeddings of width ``d_embed`` (the chance level)."""
+def cka_chance(kernel: torch.Tensor, d_embed: int, n_draws: int = 32, seed: int = 0,
+               controls: list[torch.Tensor] | tuple[torch.Tensor, ...] | None = None) -> float:
+    """Mean CKA of ``kernel`` (Tensor[V, V]) with Gaussian random embeddings of width ``d_embed`` (the chance
+    level). With ``controls`` (kernels Tensor[V, V]) it is the chance level of
+    :func:`partial_alignment_curve` with those controls instead."""
     kernel = check_square_matrix("kernel", kernel)
     check_positive_int("d_embed", d_embed)
     check_positive_int("n_draws", n_draws)
     gen = torch.Generator().manual_seed(seed)
     draws = torch.randn(n_draws, kernel.shape[0], d_embed, generator=gen)
+    if controls is not None:
+        return float(partial_alignment_curve(draws, kernel, controls).mean())
     return float(alignment_curve(draws, kernel).mean())
 
 

@@ -194,16 +194,19 @@ PROJECTS: dict[str, Project] = {p.id: p for p in (
     Project(
         "proj-9.6", "The staircase at scale",
         "`scripts/train_lm.py` runs the Chapter 8 experiment with more layers, a larger vocabulary and more "
-        "steps. Does the part-of-speech plateau get longer or shorter with model size?",
-        "Two result files at two scales, one plot of both (log time axis), the length of the part-of-speech "
-        "plateau at each scale and the measured throughput.",
+        "steps. On real text (`--corpus python-docs`), does the unigram plateau (the loss resting at the "
+        "unigram entropy before the bigram stair) get longer or shorter with model size?",
+        "Two result files at two scales, recorded finely enough to resolve the plateau (`--record-every 10`: "
+        "the default 100 cannot resolve a plateau from about step 40 to 250), one plot of both (log time "
+        "axis), the length of the unigram plateau at each scale and the measured throughput.",
         (RubricItem(3, "Two result files whose configs differ only in model size (the rest is held fixed)"),
          RubricItem(3, "The plateau length measured the same way at both scales (from the loss or the "
                        "alignment, in decades of steps), censored if it has not ended"),
          RubricItem(2, "Throughput (tokens per second) and the hardware it was measured on"),
          RubricItem(2, "Answers the question with the numbers, and says what a third scale would settle")),
         note="No expected number: the plateau length depends on the scales chosen and the throughput on the "
-             "hardware."),
+             "hardware. A run recorded every 100 steps cannot show a plateau that ends near step 250: the "
+             "record step must be a small fraction of the plateau."),
 )}
 """All projects by id, in the order Chapter 9 presents them."""
 

@@ -116,12 +116,12 @@ NEW = range(3, 9)  # the chapter's seeds are 0-2
 
 
 def test_claims_hold_on_new_seeds_and_fail_under_the_large_init_control():
-    """The chapter's claims on the six recorded new seeds (one transformer seed allowed to stay censored, as the
-    chapter states), and the gamma 0.25 control: it learns (every context stair rises) without the staircase."""
+    """The chapter's claims on the six recorded new seeds (the transformer's as "k of n" with k a majority, as
+    the chapter states), and the gamma 0.25 control: it learns (every context stair rises) without the staircase."""
     for gamma, small in ((1.0, True), (0.25, False)):
         steps, mlp, mlp0 = _recorded("Emb-MLP", gamma, NEW)
         _, att, att0 = _recorded("transformer", gamma, NEW)
-        k = len(NEW) - 1
+        k = len(NEW) // 2 + 1  # a majority
         assert bool(ch9.order0_first(mlp)) is small
         assert bool(ch9.order0_first(att, min_observed=k)) is small
         assert bool(ch9.order0_falls_after_context(steps, mlp0, mlp)) is small
@@ -129,7 +129,7 @@ def test_claims_hold_on_new_seeds_and_fail_under_the_large_init_control():
         assert bool(ch9.no_staircase_at_large_init(mlp)) is not small
         assert bool(ch9.no_staircase_at_large_init(att)) is not small
         # the transformer's gap is no small-initialization effect: it holds in the control too
-        assert ch9.context_stair_later(mlp, att, fast_steps=1500, factor=1.5, min_observed=k)
+        assert ch9.context_stair_later(mlp, att, fast_steps=1500, factor=1.0, min_observed=k)
     # "k of n" is asserted as stated: all six transformer seeds rising is more than these runs gave
     _, att, _ = _recorded("transformer", 1.0, NEW)
     assert not ch9.order0_first(att)
@@ -152,7 +152,7 @@ def test_live_new_seeds_reproduce_the_claims():
         assert ch9.order0_first(times), (name, times)
         assert ch9.order0_falls_after_context(runs[0].steps, [c[0] for c in curves], times), name
         out[name] = times
-    assert ch9.context_stair_later(out["Emb-MLP"], out["transformer"], fast_steps=1500, factor=1.5)
+    assert ch9.context_stair_later(out["Emb-MLP"], out["transformer"], fast_steps=1500, factor=1.0)
 
 
 def test_new_claim_arguments_fail_on_nulls():
@@ -190,3 +190,15 @@ def test_language_model_order_on_new_seeds():
         times = [sl.metrics.stair_times(runs[0].steps, [a["pos"], a["class"]], window=3, interpolate=True)
                  for a in aligned]
         assert bool(ch9.order0_first(times)) is holds, (gamma, times)
+
+
+def test_rises_above_chance_fails_on_a_recovery_from_dilution():
+    """The language model's class stair must write structure above chance: a curve that starts at chance, is
+    diluted below it and only recovers to it (the null a global CKA can show), or stays flat, fails."""
+    chance = 0.15
+    rise = torch.tensor([0.15, 0.14, 0.02, 0.01, 0.12, 0.27, 0.28])
+    recovery = torch.tensor([0.15, 0.14, 0.02, 0.01, 0.12, 0.16, 0.17])
+    assert ch9.rises_above_chance([rise, rise + 0.01], chance)
+    assert not ch9.rises_above_chance([rise, recovery], chance)
+    assert not ch9.rises_above_chance([torch.full((7,), chance)], chance)
+    assert not ch9.rises_above_chance([], chance)

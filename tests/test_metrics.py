@@ -313,3 +313,15 @@ def test_median_is_the_true_median_and_refuses_nothing():
         metrics.median([])
     with pytest.raises(ValueError, match="finite"):
         metrics.median([1.0, float("nan")])
+
+
+def test_cka_chance_with_controls_is_the_partial_alignment_of_random_embeddings():
+    """Random embeddings sit at the chance level of the partial alignment too, and it is not 0: with a
+    control that explains the kernel entirely nothing is left to align with (0)."""
+    from staircase_lib import metrics
+    labels = torch.arange(12) % 3
+    kernel = (labels[:, None] == labels[None, :]).double()
+    other = ((torch.arange(12) % 2)[:, None] == (torch.arange(12) % 2)[None, :]).double()
+    partial = metrics.cka_chance(kernel, d_embed=8, controls=[other])
+    assert 0.05 < partial < 0.6
+    assert metrics.cka_chance(kernel, d_embed=8, controls=[kernel]) == pytest.approx(0.0, abs=1e-6)

@@ -13,7 +13,7 @@ effect).
 """
 from __future__ import annotations
 
-from statistics import median
+from ..metrics import median
 from typing import Sequence
 
 import torch
@@ -21,7 +21,7 @@ import torch
 from .base import Claim
 
 __all__ = ["censored", "order0_first", "context_stair_later", "order0_falls_after_context",
-           "no_staircase_at_large_init"]
+           "no_staircase_at_large_init", "rises_above_chance"]
 
 Times = Sequence[Sequence["float | None"]]
 
@@ -127,3 +127,13 @@ def no_staircase_at_large_init(times: Times) -> Claim:
     return Claim("every seed's context stair rises, none after its order-0 stair (t1 <= t0 or t0 censored)",
                  merged, {"t0": [t[0] for t in times], "t1": [t[1] for t in times],
                           "context censored": sum(t[1] is None for t in times)})
+
+
+def rises_above_chance(curves: Sequence[torch.Tensor], chance: float, margin: float = 0.1) -> Claim:
+    """A stair that writes new structure, not a recovery: every seed's curve (Tensor[T]) peaks more than
+    ``margin`` above the ``chance`` level of random embeddings (default 0.1, the stair threshold of
+    :func:`staircase_lib.metrics.stair_time`). A curve that is diluted below chance and only recovers to it,
+    or one that stays at chance, fails."""
+    peaks = [float(torch.as_tensor(c).max()) for c in curves]
+    return Claim(f"every seed's curve peaks more than {margin:g} above its chance level {chance:.3f}",
+                 bool(peaks) and min(peaks) > chance + margin, {"peaks": peaks, "chance": chance})
