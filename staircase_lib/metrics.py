@@ -3,6 +3,7 @@ of a run (CKA: Chapter 1; its chance level: Appendix A)."""
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import torch
 
@@ -11,7 +12,7 @@ from ._checks import check_bool, check_finite_float, check_positive_int, check_s
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "partial_alignment_curve",
            "projection_curve", "smooth", "stair_time", "stair_times", "attention_entropy", "crossing_time",
            "half_fall_time", "cosine", "rank_correlation", "principal_components", "neighbour_agreement",
-           "chance_approximation", "angular_coverage", "median"]
+           "chance_approximation", "angular_coverage", "median", "fit_line"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -365,3 +366,17 @@ def median(values) -> float:
     ordered = data.sort().values
     n = ordered.numel()
     return float(ordered[n // 2]) if n % 2 else float((ordered[n // 2 - 1] + ordered[n // 2]) / 2)
+
+
+def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
+    """Least-squares line ``y = intercept + slope x``: (slope, its standard error, intercept); NaNs when fewer
+    than 3 points or all ``x`` equal (no standard error). The one line fit of the course: claims and theory."""
+    x, y = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    if len(x) < 3 or float(x.var()) == 0:
+        return float("nan"), float("nan"), float("nan")
+    xc = x - x.mean()
+    slope = float((xc * (y - y.mean())).sum() / (xc**2).sum())
+    intercept = float(y.mean() - slope * x.mean())
+    residual = y - intercept - slope * x
+    se = float((residual.pow(2).sum() / (len(x) - 2) / (xc**2).sum()).sqrt())
+    return slope, se, intercept

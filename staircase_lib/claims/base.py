@@ -6,12 +6,11 @@ from typing import Any, Mapping, Sequence
 
 import decimal
 import math
-import statistics
 import textwrap
 
-import torch
 
 from .._checks import check_positive_int
+from ..metrics import fit_line, median
 
 __all__ = ["Claim", "glue", "glue_bound", "table", "fit_line", "reproduces"]
 
@@ -67,19 +66,6 @@ def table(claims: Mapping[str, Claim] | Sequence[Claim], line_width: int | None 
     return "\n".join(lines)
 
 
-def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
-    """Least-squares line ``y = intercept + slope x``: (slope, its standard error, intercept)."""
-    x, y = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
-    if len(x) < 3 or float(x.var()) == 0:
-        return float("nan"), float("nan"), float("nan")
-    xc = x - x.mean()
-    slope = float((xc * (y - y.mean())).sum() / (xc**2).sum())
-    intercept = float(y.mean() - slope * x.mean())
-    residual = y - intercept - slope * x
-    se = float((residual.pow(2).sum() / (len(x) - 2) / (xc**2).sum()).sqrt())
-    return slope, se, intercept
-
-
 def reproduces(live: Mapping[str, Sequence[int | None]], recorded: Mapping[str, Sequence[int | None]],
                factor: float = 2.0) -> Claim:
     """Short live runs reproduce long recorded runs of the same settings where they overlap: every named event
@@ -96,7 +82,7 @@ def reproduces(live: Mapping[str, Sequence[int | None]], recorded: Mapping[str, 
         if not live[name] or not recorded[name] or any(t is None for t in times):
             ratios[name], holds = None, False
             continue
-        ratios[name] = statistics.median(live[name]) / statistics.median(recorded[name])
+        ratios[name] = median(live[name]) / median(recorded[name])
         holds = holds and 1 / factor <= ratios[name] <= factor
     return Claim(f"the live runs reproduce the recorded ones: every event in every run, medians within a factor "
                  f"{factor}", holds, {"live": {k: list(v) for k, v in live.items()},

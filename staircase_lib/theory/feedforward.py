@@ -124,4 +124,4 @@ def escape_exponent(fan_ins: Sequence[int], gammas: Sequence[float], d_ref: int)
     d_ref = check_positive_int("d_ref", d_ref, minimum=2)
     x = np.array([(g - 0.5) * np.log(d_ref) for g in gammas])
     y = np.log([escape_time(relative_init_scales(fan_ins, g)) for g in gammas])
-    return float(np.polyfit(x, y, 1)[0])
+    return float(np.polyfit(x, y, 1)[0])  # two gammas suffice here: fit_line wants 3 points for its error
