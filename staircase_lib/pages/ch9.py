@@ -15,7 +15,8 @@ from ..tasks import StaircaseTask
 from ..training import History
 from .base import Experiment
 
-__all__ = ["CLASSIFIERS", "LABELS", "WINDOWS", "FACTOR", "three_models", "new_seeds", "sgd_verdict"]
+__all__ = ["CLASSIFIERS", "LABELS", "WINDOWS", "FACTOR", "language_model_curves", "three_models", "new_seeds",
+           "sgd_verdict"]
 
 CLASSIFIERS = ("Emb-MLP", "transformer")
 # the two curves of each model: the order-0 (noun-slot) alignment and the first context alignment
@@ -28,7 +29,7 @@ WINDOWS = {"Emb-MLP": 1, "transformer": 1, "language model": 3}
 FACTOR = 1.0
 
 
-def _lm_curves(corpus: TinyCorpus, run: History) -> tuple[list[torch.Tensor], list[float]]:
+def language_model_curves(corpus: TinyCorpus, run: History) -> tuple[list[torch.Tensor], list[float]]:
     """The language model's two curves and their chance levels: the noun-slot CKA, and the class alignment
     beyond the noun slot (a partial alignment, which the noun-slot structure neither inflates nor dilutes)."""
     content = corpus.content_tokens
@@ -55,7 +56,7 @@ def three_models(runs: Mapping[str, Sequence[History]], task: StaircaseTask, cor
         curves[model] = [[metrics.alignment_curve(r.embeddings, K) for K in kernels] for r in runs[model]]
         d = runs[model][0].embeddings.shape[-1]
         chance[model] = [metrics.cka_chance(K, d) for K in kernels]
-    lm = [_lm_curves(corpus, r) for r in runs["language model"]]
+    lm = [language_model_curves(corpus, r) for r in runs["language model"]]
     curves["language model"], chance["language model"] = [c for c, _ in lm], lm[0][1]
     steps = {m: rs[0].steps for m, rs in runs.items()}
     times = {m: [metrics.stair_times(steps[m], c, window=WINDOWS[m], interpolate=True) for c in cs]
