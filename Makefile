@@ -28,7 +28,7 @@ endef
 export STAIRCASE_HEADLESS := 1
 export OMP_NUM_THREADS := 2
 # The chapters load their recorded long runs unless asked to train them live (`make book STAIRCASE_FULL=1`,
-# which takes hours on a CPU and minutes on a GPU): the same book and the same test on every machine.
+# which takes hours on a CPU and less on a GPU): the same book and the same test on every machine.
 export STAIRCASE_FULL ?= 0
 BOOK_THREADS := $(OMP_NUM_THREADS)
 NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline

@@ -157,12 +157,13 @@ PROJECTS: dict[str, Project] = {p.id: p for p in (
     Project(
         "proj-9.4", "LayerNorm and the tiny GPT",
         "The small-initialization argument assumes no LayerNorm. Train the tiny GPT of Chapter 8 with "
-        "`layer_norm=True`: is there still a part-of-speech plateau before the class structure?",
+        "`layer_norm=True`: is there still a noun-slot plateau before the class structure (the grammar), and a "
+        "unigram plateau before the bigram stair (real text)?",
         "Chapter 8's alignment curves (part of speech, class, class within each slot) with and without "
         "LayerNorm, three seeds each, and a sentence on which part of the theory breaks.",
         (RubricItem(3, "Both arms, three seeds each, the same steps and learning rate, curves on a log time "
                        "axis"),
-         RubricItem(2, "Part-of-speech and class stair times in a table, censored stairs marked"),
+         RubricItem(2, "Noun-slot and class stair times in a table, censored stairs marked"),
          RubricItem(3, "Names the assumption LayerNorm breaks (it divides out the small scale of the residual "
                        "stream, so the network is no longer near the saddle at the origin) and links the "
                        "appendix's list of assumptions"),
