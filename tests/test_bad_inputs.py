@@ -180,7 +180,6 @@ BAD_INPUTS = [
     ("train model", lambda: train(object(), TASK, TrainConfig(steps=1)), TypeError, r"model must be a staircase_lib model"),
     ("train config", lambda: train(MODEL, TASK, {"steps": 1}), TypeError, r"config must be a TrainConfig"),
     ("train size mismatch", lambda: train(EmbMLP(8, 3, 2), TASK, TrainConfig(steps=1)), ValueError, r"task.vocab_size=64 does not match model.vocab_size=8"),
-    ("config freeze_embeddings", cfg(freeze_embeddings="yes"), TypeError, r"freeze_embeddings must be True or False"),
     ("train probes list", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes=[TASK.sample(4)]), TypeError, r"probes must be a dict"),
     ("train probes value", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": (1, 2)}), TypeError, r"probes must map str names to Batch"),
     ("train probes tokens", lambda: train(MODEL, TASK, TrainConfig(steps=1), probes={"a": Batch(torch.full((2, 3), 64), torch.zeros(2, dtype=torch.long))}), ValueError, r"probes\['a'\].tokens holds ids"),

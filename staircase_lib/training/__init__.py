@@ -74,8 +74,6 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
     probes = check_probes(probes, model.vocab_size, model.seq_len, model.n_labels)
     _check_wrap(wrap, 1)
     device = resolve_device(config.device)
-    if config.freeze_embeddings:
-        model.embedding.requires_grad_(False)
     model.to(device).train()
     optimizer = make_optimizer(config.optimizer, [p for p in model.parameters() if p.requires_grad], config.lr)
     forward = wrapped_logits(model, wrap)  # model.logits, or the wrapped module that calls it
@@ -122,8 +120,6 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
     _check_wrap(wrap, len(models))
     device = resolve_device(config.device)
     for model in models:
-        if config.freeze_embeddings:
-            model.embedding.requires_grad_(False)
         model.to(device).train()
     K = len(models)
     with capped_threads(training_threads()):  # see runtime.training_threads: steady beside other work

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .._checks import check_bool, check_choice, check_finite_float, check_positive_int, check_nonnegative_int
+from .._checks import check_choice, check_finite_float, check_positive_int, check_nonnegative_int
 from ..runtime import resolve_device
 
 __all__ = ["TrainConfig", "History", "record_steps"]
@@ -25,7 +25,8 @@ class TrainConfig:
     ``record_every`` steps, or ``record="log"`` at ``records_per_decade`` log-spaced steps per decade
     (dense early, where the first stair rises; see :func:`record_steps`). ``eval_size`` samples form
     the fixed batch on which loss and accuracy are recorded. ``progress=None`` shows a bar only to a
-    person. ``freeze_embeddings=True`` freezes the embedding matrix (it stays bit-identical).
+    person. To train with a frozen embedding, freeze it on the model (``model.freeze_embeddings()``, or
+    ``model.load_embeddings(E, freeze=True)``): every training path then leaves it bit-identical.
     ``engine="auto"`` trains an Emb-MLP on its hand-written batched kernel (faster on a CPU, same
     results up to float rounding) and every other model with autograd; ``"autograd"`` uses autograd
     for every model; ``"kernel"`` asks for the Emb-MLP kernel (a ``ValueError`` at training time for
@@ -42,7 +43,6 @@ class TrainConfig:
     eval_size: int = 4096
     device: str = "auto"
     progress: bool | None = None
-    freeze_embeddings: bool = False
     record: str = "linear"
     records_per_decade: int = 20
     engine: str = "auto"
@@ -58,7 +58,6 @@ class TrainConfig:
         resolve_device(self.device)  # validates the name and availability
         if self.progress is not None and not isinstance(self.progress, bool):
             raise TypeError(f"progress must be True, False or None, got {self.progress!r}")
-        check_bool("freeze_embeddings", self.freeze_embeddings)
         check_choice("record", self.record, RECORD_SCHEDULES)
         check_positive_int("records_per_decade", self.records_per_decade)
         check_choice("engine", self.engine, ENGINES)
