@@ -7,6 +7,8 @@ import math
 import pytest
 import torch
 
+import staircase_lib as sl
+
 from staircase_lib.models import (ACTIVATION_SLOPE_AT_ZERO, ACTIVATIONS, EmbLinear, EmbMLP, init_scale,
                                   parameter_count)
 
@@ -190,3 +192,29 @@ def test_feed_forward_models_carry_a_frozen_config_and_rebuild_from_it():
         models.EmbMLP.from_config(linear.config)
     with pytest.raises(TypeError, match="bias"):
         models.EmbLinear(16, 3, 4, bias=1)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: sl.models.AttentionModel(16, 3, 4, n_heads=2, gamma=0.75, seed=3),
+    lambda: sl.models.AttentionModel(16, 3, 4, mlp=False, readout="mean"),
+    lambda: sl.models.TinyGPT(20, 8, tied=True, layer_norm=True, seed=1),
+    lambda: sl.models.EmbMLP(16, 3, 4, d_embed=8, seed=2)])
+def test_every_model_family_rebuilds_from_its_config(build):
+    """from_config is one call for every family: the same shape and, with the same gamma and seed, the same
+    initial weights."""
+    model = build()
+    again = type(model).from_config(model.config, gamma=model.gamma, seed=model.seed)
+    assert again.config == model.config
+    for (name, p), q in zip(model.named_parameters(), again.parameters()):
+        assert torch.equal(p, q), name
+
+
+def test_from_config_refuses_a_config_its_class_cannot_build():
+    gpt = sl.models.TinyGPT(20, 8).config
+    with pytest.raises(ValueError, match="readout"):
+        sl.models.AttentionModel.from_config(gpt)  # all positions: a language model's readout
+    classifier = sl.models.AttentionModel(16, 3, 4).config
+    with pytest.raises(ValueError, match="config must describe a TinyGPT"):
+        sl.models.TinyGPT.from_config(classifier)  # n_labels != vocab_size, not causal
+    with pytest.raises(TypeError, match="TransformerConfig"):
+        sl.models.TinyGPT.from_config(sl.models.EmbMLP(16, 3, 4).config)

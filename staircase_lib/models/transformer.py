@@ -7,6 +7,7 @@ embeddings and the positions follow the gamma convention (std ``fan_in ** -gamma
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -121,6 +122,23 @@ class Transformer(TokenModel):
     ``forward(tokens, return_attention=False)``; with ``return_attention=True`` also the attention maps
     Tensor[N, n_layers, n_heads, L, L] (rows: queries).
     """
+
+    config_class = TransformerConfig
+
+    @classmethod
+    def from_config(cls, config: TransformerConfig, gamma: float = 1.0, seed: int = 0) -> "Transformer":
+        """A fresh model of ``config`` (a :class:`TransformerConfig`, e.g. another model's ``.config``), for
+        this class and its subclasses alike (``AttentionModel.from_config``, ``TinyGPT.from_config``). A
+        config that the class cannot build (a causal, tied or all-positions config for ``AttentionModel``)
+        is a ``ValueError``."""
+        if not isinstance(config, TransformerConfig):
+            raise TypeError(f"config must be a TransformerConfig for {cls.__name__}, got {type(config).__name__}")
+        fields = {**vars(config), "mlp": config.d_hidden is not None}
+        accepted = inspect.signature(cls.__init__).parameters
+        model = cls(**{k: v for k, v in fields.items() if k in accepted}, gamma=gamma, seed=seed)
+        if model.config != config:
+            raise ValueError(f"config must describe a {cls.__name__}, got {config} (it builds {model.config})")
+        return model
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
                  n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
