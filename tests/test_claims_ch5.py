@@ -408,3 +408,15 @@ def test_bag_of_tokens_first_fails_when_attention_never_moves():
     rising = T([0.05, 0.05, 0.06, 0.1, 0.2, 0.3, 0.45, 0.7, 0.8, 0.85, 0.85, 0.85, 0.85])
     assert not ch5.bag_of_tokens_first(s, T([1.0] * 13), rising)
     assert ch5.bag_of_tokens_first(s, T([1.0] * 13), rising, selective=None)  # the one-sided form, on request
+
+
+def test_the_plateau_of_the_entropy_drop_claim_is_one_contiguous_rest():
+    """Issue 35's "dwell from non-contiguous records" kind: a plateau whose entropy leaves uniform in the middle and
+    comes back is not a rest of uniform attention, even if most of its records are near 1."""
+    steps = torch.tensor([0, 10, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1500, 2000, 2500])
+    rest = T([1.0] * 12 + [0.95, 0.3, 0.05])
+    assert ch5.entropy_drops_with_pair_stair(steps, rest, 2000)
+    broken = rest.clone()
+    broken[6] = 0.4  # one record at step 500 far from uniform: the mean stays above 0.9, the rest is broken
+    assert float(broken[(steps >= 200) & (steps <= 1000)].mean()) > 0.9
+    assert not ch5.entropy_drops_with_pair_stair(steps, broken, 2000)

@@ -173,8 +173,8 @@ def pair_stair(page: Experiment) -> Experiment:
     glue("ch5_ps_value", _listed([value_t[k] for k in book], "{:,.0f}"), "{}")
     glue("ch5_ps_score", _listed([score_t[k] for k in book], "{:,.0f}"), "{}")
     glue("ch5_ps_new_seeds", ", ".join(str(runs[k].seed) for k in new), "{}")
-    glue("ch5_ps_new", "; ".join(f"{_listed([value_t[k]], '{:,.0f}')} and {_listed([score_t[k]], '{:,.0f}')}"
-                                 for k in new), "{}")
+    glue("ch5_ps_new", "; ".join(f"seed {runs[k].seed}: {_listed([value_t[k]], '{:,.0f}')} against "
+                                 f"{_listed([score_t[k]], '{:,.0f}')}" for k in new), "{}")
     glue("ch5_ps_lead", _listed(claim.numbers["lead"], "{:.2f}"), "{}")
     glue("ch5_ps_runs", claim.numbers["through"], "{}")
     return Experiment(SimpleNamespace(recorded=recorded, steps=steps, runs=runs, times=times),
