@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 
 from .. import metrics, models, recordings, signatures, tasks, theory
-from ..claims import ch5, glue
+from ..claims import ch5, glue, glue_bound
 from ..recordings.ch5 import STRENGTHS
 from ..training.batched import ADAM_DEFAULTS
 from .base import Experiment, listed as _listed
@@ -63,10 +63,10 @@ def staircase() -> Experiment:
     glue("ch5_more_seeds", len(recorded.runs) // 2 - 3, "{:d}")
     glue("ch5_chance", chance, "{:.2f}")
     glue("ch5_t0s", _listed([t[0] for t in times[:3]]), "{}")
-    glue("ch5_stairs", _listed([c.numbers["stair"] for c in pair]), "{}")
-    glue("ch5_drops", _listed([c.numbers["drop"] for c in pair]), "{}")
-    glue("ch5_plateau", math.floor(100 * min(c.numbers["plateau_mean"] for c in pair)) / 100, "{:.2f}")
-    glue("ch5_order2", max(float(c[2].max()) for c in curves[:3]), "{:.2f}")
+    glue("ch5_stairs", _listed([c.numbers["stair"] for c in pair], "{:,}"), "{}")
+    glue("ch5_drops", _listed([c.numbers["drop"] for c in pair], "{:,}"), "{}")
+    glue_bound("ch5_plateau", min(c.numbers["plateau_mean"] for c in pair), "lower", 2)  # "at least"
+    glue_bound("ch5_order2", max(float(c[2].max()) for c in curves[:3]), "upper", 2)  # "at most"
     order0_end = [float(c[0][-1]) for c in curves[:3]]
     glue("ch5_order0_end", f"{min(order0_end):.2f} to {max(order0_end):.2f}", "{}")
     glue("ch5_final_losses", _listed([float(x[-1]) for x in losses[:3]], "{:.3f}"), "{}")
@@ -150,7 +150,7 @@ def bag_of_tokens(page: Experiment, live_runs: Sequence, null_runs: Sequence) ->
     glue("ch5_bag_drop", bag.numbers.get("drop"), "{}")
     glue("ch5_dip_task", dip.numbers["task_lowest"], "{:.2f}")
     glue("ch5_dip_null", min(dip.numbers["null_lowest"]), "{:.2f}")
-    glue("ch5_null_end", max(float(c[-1]) for c in null_pooled), "{:.2f}")
+    glue_bound("ch5_null_end", max(float(c[-1]) for c in null_pooled), "upper", 2)  # "at most"
     return Experiment(SimpleNamespace(trap=trap, pooled=pooled, live_entropy=live_entropy, null_runs=null_runs,
                                       null_pooled=null_pooled, live_curves=live_curves),
                       {"bag of tokens first": bag, "early dip label-free (live)": dip, "live = recorded": live})
@@ -242,7 +242,7 @@ def saturation_trap(page: Experiment) -> Experiment:
     beyond = [k for k, p in enumerate(control_claim.numbers["progress"]) if p > 1]
     numbers = trap.numbers
     glue("ch5_n_per_task", len(forward_runs), "{:d}")
-    glue("ch5_trap_entropy", numbers["max_min_entropy_early"], "{:.3f}")
+    glue_bound("ch5_trap_entropy", numbers["max_min_entropy_early"], "upper", 3)  # "below"
     glue("ch5_half_step", half, "{:,}")
     glue("ch5_rev_half", through(reversed_runs), "{}")
     glue("ch5_fwd_half", through(forward_runs), "{}")
@@ -250,10 +250,10 @@ def saturation_trap(page: Experiment) -> Experiment:
     glue("ch5_fwd_through", numbers["forward_through"], "{}")
     glue("ch5_trap_progress", _listed(numbers["forward_progress"], "{:.2f}"), "{}")
     glue("ch5_rev_progress", _listed(numbers["reversed_progress"], "{:.2f}"), "{}")
-    glue("ch5_fwd_gain", max(stall.numbers["gains"]), "{:.2f}")
+    glue_bound("ch5_fwd_gain", max(stall.numbers["gains"]), "upper", 2)  # "no more than"
     glue("ch5_rev_gain", max(climb.numbers["gains"]), "{:.2f}")
     glue("ch5_control_n", len(control.runs), "{:d}")
-    glue("ch5_control_entropy", max(control_claim.numbers["min_entropy_early"]), "{:.3f}")
+    glue_bound("ch5_control_entropy", max(control_claim.numbers["min_entropy_early"]), "upper", 3)  # "below"
     glue("ch5_control_progress", _listed(control_claim.numbers["progress"], "{:.2f}"), "{}")
     glue("ch5_control_final", _listed(final(control.runs), "{:.3f}"), "{}")
     glue("ch5_control_beyond", f"{len(beyond)} of {len(control.runs)}", "{}")
