@@ -314,3 +314,109 @@ def test_label_free_dip_holds_on_new_seeds_and_fails_without_a_dip():
     assert not ch5.label_free_dip(steps, on_task[0], [steps, steps], [on_null[0], flat], chance)
     assert not ch5.label_free_dip(steps, flat, [steps] * 2, on_null, chance)
     assert not ch5.label_free_dip(steps, on_task[0], [], [], chance)
+
+
+# ----- the heuristic at the pair stair, the hypothesis form of the trap, and the kinds of issue 35 item 5 -----
+
+def _stair_curve(steps, at, height=1.0, floor=0.01):
+    """A curve flat at ``floor`` that rises to ``height`` around step ``at`` (a logistic in log-step)."""
+    x = torch.log(steps.double().clamp_min(1))
+    return floor + (height - floor) * torch.sigmoid(6 * (x - math.log(at)))
+
+
+def test_value_path_leads_at_the_pair_stair_on_every_recorded_run_and_new_seeds():
+    recorded = sl.recordings.obtain("ch5_pair_stair", live=False)
+    steps = recorded.steps
+    assert {r.seed for r in recorded.runs} - {0, 1, 2, 6, 8, 10}, "the recording must hold seeds the page's others do not"
+    stairs = [sl.metrics.stair_times(steps, list(r.cka))[1] for r in recorded.runs]
+    values = [r.value_pair_part for r in recorded.runs]
+    scores = [r.partner_score for r in recorded.runs]
+    claim = ch5.value_path_leads_at_pair_stair(steps, values, scores, stairs)
+    assert claim, claim
+    # null: the two curves swapped
+    assert not ch5.value_path_leads_at_pair_stair(steps, scores, values, stairs)
+    # null: the order-0 part of the value path in place of the pair part (it rose in the order-0 stage)
+    assert not ch5.value_path_leads_at_pair_stair(steps, [r.value_order0_part for r in recorded.runs], scores,
+                                                  stairs)
+
+
+def test_value_path_leads_fails_on_uniform_growth_an_early_rise_and_a_score_first():
+    steps = torch.tensor([0] + [round(10 ** (j / 40)) for j in range(1, 152)]).unique()  # to 6000, 40 a decade
+    stair = 2000
+    growth = _stair_curve(steps, stair)  # every weight grows as a(t): both products (four factors) as a^4
+    assert not ch5.value_path_leads_at_pair_stair(steps, [3 * growth**4], [40 * growth**4], [stair])  # equal times
+    value, score = _stair_curve(steps, 1800), _stair_curve(steps, 2400, height=50.0)
+    assert ch5.value_path_leads_at_pair_stair(steps, [value], [score], [stair])
+    assert not ch5.value_path_leads_at_pair_stair(steps, [score], [value], [stair])  # the score first
+    early = _stair_curve(steps, 20)  # a value part that rose in the order-0 stage
+    assert not ch5.value_path_leads_at_pair_stair(steps, [early], [score], [stair])
+    assert not ch5.value_path_leads_at_pair_stair(steps, [value], [score], [None])  # no stair: censored
+    flat = torch.full_like(value, 0.01)
+    assert not ch5.value_path_leads_at_pair_stair(steps, [value], [flat], [stair])  # the score never rises
+    with pytest.raises(ValueError, match="same runs"):
+        ch5.value_path_leads_at_pair_stair(steps, [value], [score, score], [stair])
+
+
+def test_the_old_total_norm_order_passes_uniform_growth_by_construction():
+    """Why the page moved to the pair stair: when every weight grows alike, ||W_U W_O W_V|| (three factors) reaches
+    10x its start before ||W_Q^T W_K|| (two factors) does, so the old predicate cannot tell growth orders apart."""
+    steps = torch.arange(0, 500)
+    a = 1 + steps.double() / 10  # every weight, uniformly
+    assert ch5.value_path_before_query_key(steps, [a**3], [a**2])
+
+
+def test_saturation_trap_as_a_hypothesis_holds_on_the_recording_and_fails_on_equal_counts():
+    recorded = sl.recordings.obtain("ch5_attention", live=False)
+    steps, levels = recorded.steps, torch.as_tensor(recorded.levels)
+    forward, backward = recorded.select(task="forward"), recorded.select(task="reversed")
+    claim = ch5.saturation_trap(steps, [r.entropy for r in forward], [ch5.final_loss(r.loss) for r in forward],
+                                [ch5.final_loss(r.loss) for r in backward], levels, alpha=0.05)
+    assert claim and claim.numbers["p_value"] < 0.05, claim
+    collapsed, uniform = T([1.0] * 7 + [0.05] * 6), T([1.0] * 11 + [0.2, 0.1])
+    s = _steps()
+    through, trapped = [1.08] * 3, [1.36] * 3
+    assert ch5.saturation_trap(s, [collapsed] * 3, trapped + trapped, through + through, LEVELS, alpha=0.05)
+    # nulls: equal counts in both tasks; a forward run whose attention never collapses
+    assert not ch5.saturation_trap(s, [collapsed] * 6, trapped + through, through + trapped, LEVELS, alpha=0.05)
+    assert not ch5.saturation_trap(s, [collapsed] * 5 + [uniform], trapped * 2, through * 2, LEVELS, alpha=0.05)
+    with pytest.raises(ValueError, match="not both"):
+        ch5.saturation_trap(s, [collapsed] * 3, trapped, through, LEVELS, alpha=0.05, forward_through=0,
+                            reversed_through=3)
+
+
+def test_fisher_p_value_of_fewer_through():
+    assert ch5.fewer_through(0, 6, 5, 6) == pytest.approx(6 / 792)
+    assert ch5.fewer_through(3, 6, 3, 6) > 0.5
+    assert ch5.fewer_through(6, 6, 0, 6) == pytest.approx(1.0)
+
+
+def test_a_late_step_with_no_trend_does_not_count_as_through():
+    """Issue 35's "rises after" kind: a run flat on level 1 whose last record alone drops to level 2 is not
+    through the pair stair; the final loss is the median of the last five records."""
+    s = _steps()
+    collapsed = T([1.0] * 7 + [0.05] * 6)
+    late_step = T([1.386] * 5 + [1.355] * 7 + [1.087])
+    assert ch5.final_loss(late_step) == pytest.approx(1.355)
+    assert not ch5.collapse_without_trap(s, [collapsed], [ch5.final_loss(late_step)], LEVELS)
+    assert ch5.collapse_without_trap(s, [collapsed], [ch5.final_loss(T([1.386] * 5 + [1.09] * 8))], LEVELS)
+
+
+def test_bag_of_tokens_first_fails_when_attention_never_moves():
+    """Issue 35's one-sided "stays uniform" kind: an alignment that rises while attention stays uniform for the
+    whole run is not "before attention turns selective"."""
+    s = _steps()
+    rising = T([0.05, 0.05, 0.06, 0.1, 0.2, 0.3, 0.45, 0.7, 0.8, 0.85, 0.85, 0.85, 0.85])
+    assert not ch5.bag_of_tokens_first(s, T([1.0] * 13), rising)
+    assert ch5.bag_of_tokens_first(s, T([1.0] * 13), rising, selective=None)  # the one-sided form, on request
+
+
+def test_the_plateau_of_the_entropy_drop_claim_is_one_contiguous_rest():
+    """Issue 35's "dwell from non-contiguous records" kind: a plateau whose entropy leaves uniform in the middle and
+    comes back is not a rest of uniform attention, even if most of its records are near 1."""
+    steps = torch.tensor([0, 10, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1500, 2000, 2500])
+    rest = T([1.0] * 12 + [0.95, 0.3, 0.05])
+    assert ch5.entropy_drops_with_pair_stair(steps, rest, 2000)
+    broken = rest.clone()
+    broken[6] = 0.4  # one record at step 500 far from uniform: the mean stays above 0.9, the rest is broken
+    assert float(broken[(steps >= 200) & (steps <= 1000)].mean()) > 0.9
+    assert not ch5.entropy_drops_with_pair_stair(steps, broken, 2000)

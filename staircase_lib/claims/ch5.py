@@ -10,13 +10,14 @@ from typing import Mapping, Sequence
 
 import torch
 
-from ..metrics import cosine as cosine_between, crossing_time
+from ..metrics import cosine as cosine_between, crossing_time, median, stair_time
 from .base import Claim, reproduces, table  # table: kept as ch5.table for the chapter
 
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
            "bag_of_tokens_first", "label_free_dip", "entropy_drops_with_pair_stair", "saturation_trap",
            "collapse_without_trap", "live_reproduces_recorded", "pair_progress", "pair_stair_stalls",
-           "value_path_before_query_key", "table"]
+           "value_path_before_query_key", "value_path_leads_at_pair_stair", "half_rise", "final_loss",
+           "fewer_through", "table"]
 
 
 def mean_pooling_at_init(gammas: Sequence[float], deviations: Sequence[float], d_embed: int,
@@ -62,19 +63,23 @@ def label_driven_mean_pool(on_task: torch.Tensor, on_null: torch.Tensor, mean_po
 
 
 def bag_of_tokens_first(steps: torch.Tensor, entropy: torch.Tensor, pooled_alignment: torch.Tensor,
-                        uniform: float = 0.9, min_alignment: float = 0.3) -> Claim:
+                        uniform: float = 0.9, min_alignment: float = 0.3, selective: float | None = 0.5) -> Claim:
     """Before attention turns selective (every record up to the first with entropy ``< uniform``), the
-    embeddings' alignment with the pooled (bag-of-tokens) signature kernel reaches ``min_alignment``.
-    A run whose entropy never drops counts all its records as "before"."""
+    embeddings' alignment with the pooled (bag-of-tokens) signature kernel reaches ``min_alignment``, and
+    attention does turn selective later in the run (its entropy falls below ``selective``): "first" is an
+    order of two events, so a run whose attention never moves fails (``selective=None`` drops that half)."""
     below = (entropy < uniform).nonzero()
     end = int(below[0]) if len(below) else len(steps)
+    drop = None if selective is None else crossing_time(steps, torch.as_tensor(entropy), selective, strict=True)
     if end == 0:
         return Claim(f"pooled alignment >= {min_alignment} while entropy >= {uniform}", False,
-                     {"alignment": float("nan"), "step": None, "entropy": float(entropy[0])})
+                     {"alignment": float("nan"), "step": None, "entropy": float(entropy[0]), "drop": drop})
     best = int(pooled_alignment[:end].argmax())
     value = float(pooled_alignment[best])
-    return Claim(f"pooled alignment >= {min_alignment} while entropy >= {uniform}", value >= min_alignment,
-                 {"alignment": value, "step": int(steps[best]), "entropy": float(entropy[best])})
+    holds = value >= min_alignment and (selective is None or drop is not None)
+    then = "" if selective is None else f", then entropy < {selective}"
+    return Claim(f"pooled alignment >= {min_alignment} while entropy >= {uniform}{then}", holds,
+                 {"alignment": value, "step": int(steps[best]), "entropy": float(entropy[best]), "drop": drop})
 
 
 def entropy_drops_with_pair_stair(steps: torch.Tensor, entropy: torch.Tensor, pair_stair: int | None,
@@ -103,27 +108,55 @@ def pair_progress(loss: float | torch.Tensor, levels: torch.Tensor) -> float | t
     return (start - loss) / (start - end)
 
 
+def final_loss(loss: torch.Tensor, tail: int = 5) -> float:
+    """A run's loss at the end: the median (:func:`~staircase_lib.metrics.median`) of its last ``tail`` records, so
+    that one late record with no trend (a jump at the last step) does not decide whether a run is through a stair.
+    What the chapter passes to :func:`saturation_trap` and :func:`collapse_without_trap` as a final loss."""
+    loss = torch.as_tensor(loss, dtype=torch.float64)
+    return float(median(loss[-tail:].tolist()))
+
+
+def fewer_through(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
+    """One-sided Fisher exact p-value that group a has no lower a rate than group b, given ``k_a`` of ``n_a`` and
+    ``k_b`` of ``n_b`` through: the probability, with the margins fixed, of ``k_a`` or fewer in group a."""
+    total, k = n_a + n_b, k_a + k_b
+    return sum(math.comb(n_a, j) * math.comb(n_b, k - j) for j in range(0, k_a + 1) if 0 <= k - j <= n_b) / \
+        math.comb(total, k)
+
+
 def saturation_trap(steps: torch.Tensor, forward_entropy: Sequence[torch.Tensor],
                     forward_final_loss: Sequence[float], reversed_final_loss: Sequence[float],
                     levels: torch.Tensor, by: int = 500, collapsed: float = 0.1,
-                    forward_through: int | None = None, reversed_through: int | None = None) -> Claim:
+                    forward_through: int | None = None, reversed_through: int | None = None,
+                    alpha: float | None = None) -> Claim:
     """With the order-0 token at a context position (the forward task), attention collapses in every run
     (entropy ``< collapsed`` by step ``by``; ``forward_entropy``: one Tensor[T] per run), and the runs that are
-    through the pair stair at the end (:func:`pair_progress` of the final loss above 1/2) are counted per task.
+    through the pair stair at the end (:func:`pair_progress` of the final loss above 1/2; pass
+    :func:`final_loss`) are counted per task.
 
-    With ``forward_through`` and ``reversed_through`` given (what the chapter states, "k of n seeds"), the
-    claim holds when exactly that many runs of each task are through. Without them the rule is "most forward
-    runs trapped and every reversed run through", which held for the first three seeds of each task and
+    With ``alpha`` (the chapter's statement, a hypothesis): fewer forward than reversed runs get through, one-sided
+    Fisher exact p-value (:func:`fewer_through`) below ``alpha``. With ``forward_through`` and
+    ``reversed_through`` given instead ("k of n seeds"), the claim holds when exactly that many runs of each task
+    are through; that form restates the data and is kept for old callers. Without either the rule is "most
+    forward runs trapped and every reversed run through", which held for the first three seeds of each task and
     fails on others."""
     progress = [float(pair_progress(float(loss), levels)) for loss in forward_final_loss]
     others = [float(pair_progress(float(loss), levels)) for loss in reversed_final_loss]
     early = max(float(curve[steps <= by].min()) for curve in forward_entropy)
     through_f = sum(p > 0.5 for p in progress)
     through_r = sum(p > 0.5 for p in others)
+    p_value = fewer_through(through_f, len(progress), through_r, len(others)) if progress and others else 1.0
     numbers = {"max_min_entropy_early": early, "forward_through": f"{through_f} of {len(progress)}",
                "reversed_through": f"{through_r} of {len(others)}",
                "trapped": f"{len(progress) - through_f} of {len(progress)}", "forward_progress": progress,
-               "reversed_progress": others, "reversed_min_progress": min(others, default=float("nan"))}
+               "reversed_progress": others, "reversed_min_progress": min(others, default=float("nan")),
+               "p_value": p_value}
+    if alpha is not None:
+        if forward_through is not None or reversed_through is not None:
+            raise ValueError("give alpha or the counts (forward_through, reversed_through), not both")
+        holds = early < collapsed and p_value < alpha
+        return Claim(f"entropy < {collapsed} by step {by} in every forward run; fewer forward than reversed runs "
+                     f"through the pair stair (> 1/2), one-sided Fisher p < {alpha:g}", holds, numbers)
     if forward_through is None and reversed_through is None:
         holds = (early < collapsed and 2 * (len(progress) - through_f) > len(progress) and len(others) > 0
                  and min(others) > 0.5)
@@ -159,8 +192,8 @@ def collapse_without_trap(steps: torch.Tensor, entropy: Sequence[torch.Tensor], 
     """The saturation trap's control (the pair partner at the readout, the order-0 token still at a context
     position): attention collapses as on the forward task (the readout's entropy ``< collapsed`` by step ``by``
     in every run; ``entropy``: one Tensor[T] per run), and yet every run ends through the pair stair
-    (:func:`pair_progress` of its final loss above 1/2). So a collapsed attention row stalls the pair stair
-    only where the pair partner sits at another context position."""
+    (:func:`pair_progress` of its final loss above 1/2; pass :func:`final_loss`). So a collapsed attention row
+    stalls the pair stair only where the pair partner sits at another context position."""
     early = [float(curve[steps <= by].min()) for curve in entropy]
     progress = [float(pair_progress(float(loss), levels)) for loss in final_loss]
     holds = bool(progress) and max(early) < collapsed and min(progress) > 0.5
@@ -194,7 +227,10 @@ def value_path_before_query_key(steps: torch.Tensor, value_readout: Sequence[tor
     """The value-readout map grows before the query-key map: in every run (one Tensor[T] of norms per run in
     each list, ``||W_U W_O W_V||`` and ``||W_Q^T W_K||``), the first step at which ``||W_U W_O W_V||`` reaches
     ``factor`` times its initial value comes strictly before the step at which ``||W_Q^T W_K||`` does. A run in
-    which either never grows that much is censored and fails."""
+    which either never grows that much is censored and fails.
+
+    Superseded on the page by :func:`value_path_leads_at_pair_stair`: a three-matrix product reaches 10x its start
+    before a two-matrix one when every weight grows alike, so uniform growth passes this claim by construction."""
     if len(value_readout) != len(query_key) or not len(value_readout):
         raise ValueError(f"value_readout and query_key must list the same runs (at least one), got "
                          f"{len(value_readout)} and {len(query_key)}")
@@ -203,6 +239,51 @@ def value_path_before_query_key(steps: torch.Tensor, value_readout: Sequence[tor
     holds = all(v is not None and q is not None and v < q for v, q in zip(value_times, key_times))
     return Claim(f"||W_U W_O W_V|| grows {factor:g}x before ||W_Q^T W_K|| does, in every run", holds,
                  {"value_readout_times": value_times, "query_key_times": key_times})
+
+
+def half_rise(steps: torch.Tensor, curve: torch.Tensor) -> float | None:
+    """The half-rise time (:func:`~staircase_lib.metrics.stair_time`, interpolated between records) of
+    ``curve`` divided by its largest absolute value, so that the detector's minimum rise (0.1) is a tenth of the
+    curve's own scale and a curve and any multiple of it have the same time. None if it never rises."""
+    curve = torch.as_tensor(curve, dtype=torch.float64)
+    scale = float(curve.abs().max())
+    if not scale > 0:
+        return None
+    return stair_time(steps, curve / scale, interpolate=True)
+
+
+def value_path_leads_at_pair_stair(steps: torch.Tensor, value_pair: Sequence[torch.Tensor],
+                                   partner_score: Sequence[torch.Tensor], pair_stairs: Sequence[int | None],
+                                   window: float = 2.0, lead: float = 0.0) -> Claim:
+    """The heuristic "the value path grows before the query-key map", at the pair stair: in every run the pair
+    part of the value-readout map (``value_pair``: ``||W_U W_O W_V E^T P_1||`` over time, one Tensor[T] per run)
+    reaches half its rise (:func:`half_rise`) within a factor ``window`` of the run's order-1 stair time
+    (``pair_stairs``, from the alignment: it grows at the pair stair, not in the order-0 stage), and strictly
+    before the readout's score on the pair partner minus its mean (``partner_score``) does. ``lead``: the least
+    lead asked for, as a fraction of the score's time (0: strictly before). How late the score rises is not
+    part of the claim (after the stair it keeps growing while the softmax saturates).
+
+    Both quantities are products of four weight factors (``W_U, W_O, W_V, E``; ``E`` twice, ``W_Q, W_K``), and
+    the half-rise time is the same for a curve and any positive multiple of it, so uniform growth of every
+    weight gives equal times and fails; so do the curves swapped, and a value part that rose in the order-0
+    stage (outside the window). A run with no stair or no rise is censored and fails."""
+    if not (len(value_pair) == len(partner_score) == len(pair_stairs)) or not len(value_pair):
+        raise ValueError(f"value_pair, partner_score and pair_stairs must list the same runs (at least one), got "
+                         f"{len(value_pair)}, {len(partner_score)} and {len(pair_stairs)}")
+    value_times = [half_rise(steps, v) for v in value_pair]
+    score_times = [half_rise(steps, q) for q in partner_score]
+    leads, ok = [], []
+    for v, q, t in zip(value_times, score_times, pair_stairs):
+        if v is None or q is None or t is None:
+            leads.append(float("nan"))
+            ok.append(False)
+            continue
+        leads.append((q - v) / q)
+        ok.append(t / window <= v <= t * window and v < q and (q - v) / q >= lead)
+    return Claim(f"pair part of W_U W_O W_V e_w half-risen within {window:g}x of the order-1 stair and before the "
+                 "readout's score on the pair partner, in every run", all(ok),
+                 {"value_times": value_times, "score_times": score_times, "stairs": list(pair_stairs),
+                  "lead": leads, "through": f"{sum(ok)} of {len(ok)}"})
 
 
 def live_reproduces_recorded(live: Mapping[str, Sequence[int | None]], recorded: Mapping[str, Sequence[int | None]],

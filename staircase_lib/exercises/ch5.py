@@ -10,7 +10,7 @@ from ._core import _compare, _exercise, _fail
 __all__ = ["check_epsilon_slope", "check_normalized_entropy", "check_focus_position"]
 
 
-@_exercise("ex-5.2", "The epsilon^4 law", function="epsilon_slope", difficulty=1, minutes=15)
+@_exercise("ex-5.2", "What the epsilon^4 law tests", function="epsilon_slope", difficulty=2, minutes=20)
 def check_epsilon_slope(epsilon_slope: Callable) -> None:
     """Check ``epsilon_slope(gammas, deviations, d_embed) -> float``: the log-log slope of the deviation
     from uniform attention against ``eps = d_embed ** (1/2 - gamma)``."""
@@ -26,7 +26,8 @@ def check_epsilon_slope(epsilon_slope: Callable) -> None:
                             "by least squares (the slope is positive: deviations shrink as eps shrinks)")
 
 
-@_exercise("ex-5.3", "Normalized attention entropy", function="normalized_entropy", difficulty=1, minutes=15)
+@_exercise("ex-5.3", "What a batch-mean attention map hides", function="normalized_entropy", difficulty=2,
+           minutes=20)
 def check_normalized_entropy(normalized_entropy: Callable) -> None:
     """Check ``normalized_entropy(attention Tensor[..., L, L]) -> Tensor[..., L]`` on known distributions."""
     from ..metrics import attention_entropy

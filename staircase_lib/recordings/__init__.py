@@ -23,6 +23,7 @@ RECORDERS: dict[str, Callable[..., dict]] = {
                                     "ch4_gd_pair_timing_new_seeds")},
     "ch5_attention": ch5.attention,
     "ch5_trap_control": ch5.trap_control,
+    "ch5_pair_stair": ch5.pair_stair,
     "ch6_transplant": ch6.transplant,
     **{name: ch8.real_text for name in ("ch8_real_text", "ch8_real_text_large_init", "ch8_real_text_tied",
                                         "ch8_real_text_long", "ch8_predictions_g100", "ch8_predictions_g050",

@@ -15,10 +15,16 @@ the Frobenius norms of the value-readout map ``W_U W_O W_V`` and of the query-ke
 
 :func:`trap_control` records the same for the control of the saturation trap: the forward task with the order-0
 token still at position 0 and its pair partner moved to the readout (``reading_order=(0, 2, 1)``).
+
+:func:`pair_stair` records, on the reversed task, the two quantities the heuristic "the value path grows before
+the query-key map" is about at the pair stair (:class:`PairStairModel`): the readout's score on the pair partner
+minus its mean over the keys, and the pair part of ``W_U W_O W_V e_w`` (the part of the value-readout map of the
+tokens that depends on the pair rule's attribute), for the page's three reversed seeds and two it does not use.
 """
 from __future__ import annotations
 
 import time
+from typing import Sequence
 
 import torch
 
@@ -26,11 +32,14 @@ from .. import metrics, models, runtime, signatures, tasks, training
 from .._checks import check_positive_int
 from ..results import rounded
 
-__all__ = ["STRENGTHS", "CONTROL_SEEDS", "RecordedAttentionModel", "attention", "model_seeds", "trap_control"]
+__all__ = ["STRENGTHS", "CONTROL_SEEDS", "PAIR_STAIR_SEEDS", "RecordedAttentionModel", "PairStairModel",
+           "attention", "model_seeds", "trap_control", "pair_stair"]
 
 STRENGTHS = (0.15, 0.45, 0.35)
 CONTROL_SEEDS = 13
 """The control runs' first model and data seed (13, 15, ...: none of :func:`attention`'s)."""
+PAIR_STAIR_SEEDS = (0, 1, 2, 20, 22)
+""":func:`pair_stair`'s seeds: the page's reversed runs (0-2) and two that no other recording uses."""
 
 
 class RecordedAttentionModel(models.AttentionModel):
@@ -43,6 +52,55 @@ class RecordedAttentionModel(models.AttentionModel):
         query_key = block.query.weight.T @ block.key.weight  # [d, d]
         return {**super().training_snapshot(tokens), "value_readout_norm": value_readout.norm(),
                 "query_key_norm": query_key.norm()}
+
+
+class PairStairModel(RecordedAttentionModel):
+    """``RecordedAttentionModel`` whose snapshot also holds, on a task whose readout's pair partner sits at key
+    position ``partner`` (the reversed task: 1), with ``pair_projector`` (Tensor[V, V], the projector onto the
+    centred indicators of the pair rule's attribute) and ``order0_projector`` (the same for the order-0 rule's):
+
+    - ``partner_score``: the readout query's score on the partner minus its mean over the keys,
+      ``E[omega_{L-1, partner} - mean_j omega_{L-1, j}]`` over the snapshot batch (Tensor[]);
+    - ``value_pair_part`` / ``value_order0_part``: ``||W_U W_O W_V E^T P||_F`` with ``P`` the pair (order-0)
+      projector: the part of what each token pushes into the logits when attended that depends on the pair
+      (order-0) rule's attribute. Both scores and value parts are products of four weight factors."""
+
+    partner: int = 1
+    pair_projector: torch.Tensor | None = None
+    order0_projector: torch.Tensor | None = None
+
+    def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+        block = self.blocks[0]
+        h = torch.nn.functional.embedding(tokens, self.embedding) + self.positions[: tokens.shape[-1]]
+        query = block.query(h[:, -1])  # [N, d]
+        scores = torch.einsum("nd,nld->nl", query, block.key(h)) / h.shape[-1] ** 0.5  # [N, L]
+        gap = (scores[:, self.partner] - scores.mean(-1)).mean()
+        pushed = self.readout.weight @ block.output.weight @ block.value.weight @ self.embedding.T  # [C, V]
+        return {**super().training_snapshot(tokens), "partner_score": gap,
+                "value_pair_part": (pushed @ self.pair_projector.to(pushed)).norm(),
+                "value_order0_part": (pushed @ self.order0_projector.to(pushed)).norm()}
+
+
+def attribute_projector(task: tasks.StaircaseTask, order: int) -> torch.Tensor:
+    """Projector Tensor[V, V] onto the centred indicators of the attribute that rule ``order`` reads: the range
+    of the pure kernel ``task.kernel(order)``, which is a multiple of it."""
+    kernel = task.kernel(order=order)
+    return kernel / torch.linalg.eigvalsh(kernel).max()
+
+
+def pair_stair(*, seeds: Sequence[int] = PAIR_STAIR_SEEDS, d_embed: int = 32, steps: int = 6000, lr: float = 1e-2,
+               batch_size: int = 512, eval_size: int = 2048, records_per_decade: int = 40,
+               device: str = "auto") -> dict:
+    """:func:`attention`'s models and settings on the reversed task (model and data seeds ``seeds``), recording
+    also :class:`PairStairModel`'s partner score and value-path parts: the heuristic tested at the pair stair."""
+    task = tasks.StaircaseTask(strengths=STRENGTHS, reverse=True)
+    settings = dict(seeds=list(seeds), d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
+                    eval_size=eval_size, records_per_decade=records_per_decade, device=device)
+    projectors = {"pair_projector": attribute_projector(task, 1),
+                  "order0_projector": attribute_projector(task, 0)}
+    result = _train_and_record([("reversed", task, s) for s in seeds], settings, model=PairStairModel,
+                               model_attributes=projectors)
+    return result
 
 
 def model_seeds(n: int) -> tuple[list[int], list[int]]:
@@ -76,7 +134,9 @@ def trap_control(*, seeds: int = 4, d_embed: int = 32, steps: int = 6000, lr: fl
                              reading_order=[0, 2, 1])
 
 
-def _train_and_record(runs: list[tuple[str, tasks.StaircaseTask, int]], settings: dict, **config) -> dict:
+def _train_and_record(runs: list[tuple[str, tasks.StaircaseTask, int]], settings: dict,
+                      model: type = RecordedAttentionModel, model_attributes: dict | None = None,
+                      **config) -> dict:
     """Train one ensemble, a member per (task name, task, model and data seed), and return the result dict.
 
     The kernels and the pooled kernel are the same for every reading order of the task (token attributes, and
@@ -86,7 +146,10 @@ def _train_and_record(runs: list[tuple[str, tasks.StaircaseTask, int]], settings
     drives = signatures.exact_signature_drives(first).sum(0)
     pooled_kernel = drives @ drives.T
     all_seeds = [seed for _, _, seed in runs]
-    members = [RecordedAttentionModel(64, 3, 4, d_embed=settings["d_embed"], gamma=1.0, seed=s) for s in all_seeds]
+    members = [model(64, 3, 4, d_embed=settings["d_embed"], gamma=1.0, seed=s) for s in all_seeds]
+    for member in members:
+        for name, value in (model_attributes or {}).items():
+            setattr(member, name, value)
     train_config = training.TrainConfig(steps=settings["steps"], lr=settings["lr"],
                                         batch_size=settings["batch_size"], record="log",
                                         records_per_decade=settings["records_per_decade"],
@@ -112,4 +175,6 @@ def _records(run: training.History, kernels: list[torch.Tensor], pooled_kernel: 
         "entropy": rounded(run.extras["attention_entropy"][:, 0, 0, -1]),  # the readout query's row
         "value_readout_norm": rounded(run.extras["value_readout_norm"], 6),
         "query_key_norm": rounded(run.extras["query_key_norm"], 6),
+        **{name: rounded(run.extras[name], 9) for name in ("partner_score", "value_pair_part", "value_order0_part")
+           if name in run.extras},
     }
