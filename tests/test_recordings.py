@@ -17,6 +17,7 @@ SHORT = [
     ("ch4_staircase", {"steps": 150, "seeds": [0]}),
     ("ch5_attention", {"steps": 100, "seeds": 1}),
     ("ch5_trap_control", {"steps": 100, "seeds": 1}),
+    ("ch5_pair_stair", {"steps": 100, "seeds": [0]}),
     ("ch6_transplant", {"steps": 100, "seeds": [0]}),
     ("ch8_real_text", {"steps": 30, "seeds": 1}),
     ("ch8_predictions_g100", {"steps": 30, "seeds": 1}),  # the recorder with the predictions measured
