@@ -166,8 +166,7 @@ ALL = [(chapter, *found) for chapter in sorted(SOLUTIONS) for found in SOLUTIONS
 WRONG = {  # one deliberately wrong answer per chapter and the hint its check must give
     "ex-1.2": ("def pair_residual(phi_pair, psi_i, psi_j, pi):\n"
                "    return phi_pair - psi_i[:, None, :] - psi_j[None, :, :]\n", r"pure part must vanish"),
-    "ex-2.2": ("import math\ndef half_time(s, u0):\n    return math.log(s / u0) / (2 * s)\n",
-               r"only the small-u0 approximation.*keep the -1"),
+    "ex-2.2": ("def coefficient_rate(s, kappa):\n    return s * kappa\n", r"only the drive S U.*pushes back"),
     "ex-3.2": ("def relative_gap(embeddings, v, w):\n    return (embeddings[:, v] - embeddings[:, w]).norm(dim=-1)\n",
                r"tokens v=0, w=1: wrong value at index"),
     "ex-4.2": ("def surviving_stairs(activation):\n    return (0, 1, 2)\n",
@@ -239,7 +238,7 @@ def test_a_broken_notebook_still_gets_a_clear_grade_for_every_exercise(tmp_path)
         "def addition_kernel(n, normalise):\n    return torch.zeros(n, n)\n", chapter_1["ex-1.3"][1],  # wrong signature
         "1 / 0",  # an unrelated cell that raises
         "while True:\n    pass",  # a cell that never ends
-        "def half_time(s, u0):\n    while True:\n        pass\n", chapter_2["ex-2.2"][1],  # never returns
+        "def coefficient_rate(s, kappa):\n    while True:\n        pass\n", chapter_2["ex-2.2"][1],  # never returns
         *chapter_2["ex-2.1"],  # a correct answer after all that
     ])
     report = coursework.grade(path, timeout=5)
@@ -249,7 +248,7 @@ def test_a_broken_notebook_still_gets_a_clear_grade_for_every_exercise(tmp_path)
     assert re.search(r"cell 1\) raised SyntaxError", messages["ex-1.1"]), messages
     assert "no function `pair_residual` is defined" in messages["ex-1.2"]
     assert re.search(r"wrong signature: .*addition_kernel\(n, normalise\).*addition_kernel\(n\)", messages["ex-1.3"])
-    assert "`half_time` did not return within 5 s" in messages["ex-2.2"]
+    assert "`coefficient_rate` did not return within 5 s" in messages["ex-2.2"]
     assert report.cell_errors[6].startswith("ZeroDivisionError")
     assert report.cell_errors[7].startswith("CellTimeoutError")
     assert "Traceback" not in report.table() and "Total: 1/5 passed, 3 failed, 1 not attempted" in report.table()
