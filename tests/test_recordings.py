@@ -14,6 +14,7 @@ from staircase_lib import recordings, results, runtime
 # one result per recorder, shortened: (name, overrides); members of an ensemble train independently, so fewer
 # seeds or steps give the same first records
 SHORT = [
+    ("ch3_gradient_descent", {"steps": 60, "seeds": [0]}),
     ("ch4_staircase", {"steps": 150, "seeds": [0]}),
     ("ch5_attention", {"steps": 100, "seeds": 1}),
     ("ch5_trap_control", {"steps": 100, "seeds": 1}),

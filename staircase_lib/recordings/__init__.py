@@ -11,12 +11,13 @@ import inspect
 from collections.abc import Callable
 
 from .. import results, runtime
-from . import ch4, ch5, ch6, ch8, ch9
+from . import ch3, ch4, ch5, ch6, ch8, ch9
 
-__all__ = ["RECORDERS", "ch4", "ch5", "ch6", "ch8", "ch9", "obtain", "rerun", "settings_of"]
+__all__ = ["RECORDERS", "ch3", "ch4", "ch5", "ch6", "ch8", "ch9", "obtain", "rerun", "settings_of"]
 
 # every shipped result a chapter or a test loads -> the function that recorded it
 RECORDERS: dict[str, Callable[..., dict]] = {
+    "ch3_gradient_descent": ch3.gradient_descent_stage0,
     **{name: ch4.sweep for name in ("ch4_init_sweep", "ch4_staircase", "ch4_gd_timing", "ch4_gd_escape",
                                     "ch4_new_seeds", "ch4_gd_escape_new_seeds", "ch4_activations", "ch4_linear",
                                     "ch4_gd_kick", "ch4_gd_kick_new_seeds", "ch4_gd_pair_timing",
