@@ -353,7 +353,8 @@ def _predictions(name: str):
 
 
 def test_the_prediction_staircase_holds_on_recorded_small_init_runs_and_fails_on_the_nulls():
-    for name, seeds in (("ch8_predictions_g100", {0, 1}), ("ch8_predictions_new_seeds", {3})):
+    for name, seeds in (("ch8_predictions_g100", {0, 1}), ("ch8_predictions_new_seeds", {3}),
+                        ("ch8_predictions_seed4", {4})):
         result, steps = _predictions(name)
         runs = [r for r in result.select(gamma=1.0) if r.seed in seeds]
         assert len(runs) == len(seeds), (name, [r.seed for r in result.runs])
@@ -451,3 +452,13 @@ def test_two_sided_attention_on_recorded_seeds_the_page_does_not_use():
         live = steps <= 600  # the live run's length
         live_stair = sl.metrics.stair_time(steps[live], torch.tensor(run["cka_bigram"])[live], window=3)
         assert ch8.attention_uniform_through(steps[live], entropy[live], live_stair, then_selective=True)
+
+
+def test_the_lag_2_rise_holds_on_the_second_unused_seed_and_lag_3_and_the_pair_are_counted():
+    result, steps = _predictions("ch8_predictions_seed4")  # seed 4: lag 3 and the pair part fail the trend
+    run = result.select(gamma=1.0)[0]
+    stair = sl.metrics.stair_time(steps, run.cka_bigram, window=3)
+    assert ch8.rises_with_trend(steps, run.cka_skipgram2_partial, result.chance["skipgram2_partial"], stair)
+    for name in ("skipgram3_partial", "pair_partial"):  # the page says k of n for these
+        claim = ch8.rises_with_trend(steps, getattr(run, f"cka_{name}"), result.chance[name], stair)
+        assert not claim and claim.numbers["trend"] < 0.8, (name, claim)
