@@ -218,11 +218,12 @@ def test_the_claims_hold_on_recorded_seeds_the_chapter_does_not_use():
         first = ch8.bigram_first_and_highest(steps, curves, chance)
         assert first, (run["seed"], first)
         t = sl.metrics.stair_time(steps, curves["bigram"], window=3)
+        # the later rises are tested with a trend (rises_with_trend) below: on these seeds the pair part's rise
+        # passes in 1 of 2 (seed 4's trend is 0.74), which the page states; the old rule without a trend
+        # (rises_after) passed both, as it passes a late step
         pair = torch.tensor(run["cka_pair_partial"])  # the pair kernel's order-1 part
-        for name, curve in (("skipgram2", curves["skipgram2"]), ("skipgram3", curves["skipgram3"]),
-                            ("pair_partial", pair)):
-            later = ch8.rises_after(steps, curve, chance[name], t)
-            assert later, (run["seed"], name, later)
+        trend = ch8.rises_with_trend(steps, pair, chance["pair_partial"], t)
+        assert bool(trend) is (run["seed"] == 3), (run["seed"], trend)
         # the plain pair CKA is diluted below its chance level on the plateau: it cannot read the pair stair
         plain = torch.tensor(run["cka_pair"])
         assert float(plain[(steps >= 40) & (steps <= 300)].max()) < chance["pair"] - 0.1
