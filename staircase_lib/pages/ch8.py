@@ -58,7 +58,7 @@ def live_plateau(steps: torch.Tensor, losses: Sequence[torch.Tensor], levels: Ma
     glue("ch8_plateau_enter", ", ".join(str(p.numbers["enter"]) for p in found), "{}")
     glue("ch8_plateau_ratio", _down(min(p.numbers["dwell_ratio"] for p in found), 1), "{:.1f}")
     glue("ch8_min_ratio", MIN_RATIO, "{:g}")
-    glue("ch8_drop_asked", found[0].numbers["drop_asked"], "{:.2f}")
+    glue("ch8_drop_asked", found[0].numbers["drop_asked"], "{:.3f}")
     glue("ch8_live_drop", _down(min(levels["unigram"] - p.numbers["final"] for p in found), 2), "{:.2f}")
     return Experiment(SimpleNamespace(plateaus=found), {"plateau on H1 (live, 3 seeds)": claim})
 
