@@ -1,10 +1,12 @@
-"""Chapter 4's exercise checks accept a right answer and explain wrong ones (ex-4.3, ex-4.4; ex-4.1 and
-ex-4.2 are covered in test_exercises.py)."""
+"""Chapter 4's exercise checks accept a right answer and explain wrong ones (ex-4.3, ex-4.4 and the former
+ex-4.4's check, kept; ex-4.1 and ex-4.2 are covered in test_exercises.py)."""
 from __future__ import annotations
 
 import math
 
 import pytest
+
+import staircase_lib as sl
 
 from staircase_lib import exercises
 from staircase_lib.exercises import EXERCISES
@@ -18,7 +20,7 @@ def order0_entropy(strength, attribute_size):
 def test_chapter4_exercises_are_registered_and_reach_difficulty_3():
     assert {"ex-4.1", "ex-4.2", "ex-4.3", "ex-4.4"} <= set(EXERCISES)
     assert max(EXERCISES[f"ex-4.{k}"].difficulty for k in range(1, 5)) == 3
-    assert EXERCISES["ex-4.4"].function == "linear_final_loss"
+    assert EXERCISES["ex-4.4"].function == "stair0_ratio"
 
 
 def test_plateau_loss_check_accepts_the_entropy_and_rejects_log2():
@@ -34,3 +36,18 @@ def test_linear_final_loss_check_trains_a_tiny_model_and_rejects_wrong_levels(ca
         exercises.check_linear_final_loss(lambda s, a: math.log(a))  # level 0: learns nothing
     with pytest.raises(exercises.ExerciseFailed, match="exact levels"):
         exercises.check_linear_final_loss(lambda s, a: order0_entropy(s[0] + s[1], a))  # claims the pair too
+
+
+def _growth_law_ratio(fan_ins, gamma_from, gamma_to):
+    law = [sl.theory.escape_time(sl.theory.relative_init_scales(fan_ins, g)) for g in (gamma_from, gamma_to)]
+    return law[1] / law[0]
+
+
+def test_stair0_ratio_check_accepts_the_growth_law_and_explains_two_wrong_ones(capsys):
+    assert exercises.check_stair0_ratio(_growth_law_ratio) is True
+    out = capsys.readouterr().out
+    assert "the recorded medians grow" in out and "with a readout 4x wider" in out
+    with pytest.raises(exercises.ExerciseFailed, match="later wait over the earlier"):
+        exercises.check_stair0_ratio(lambda f, a, b: 1 / _growth_law_ratio(f, a, b))
+    with pytest.raises(exercises.ExerciseFailed, match="equal-scale law"):
+        exercises.check_stair0_ratio(lambda f, a, b: f[0] ** (b - a))  # every factor at the embeddings' scale

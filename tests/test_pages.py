@@ -31,7 +31,7 @@ def test_each_recorded_experiment_holds_its_claims(page, experiment):
 
 def test_the_adam_sweep_and_the_explorer_views(page):
     sweep = sl.recordings.obtain("ch4_init_sweep")
-    adam = ch4.adam_sweep(page, sweep)
+    adam = ch4.adam_sweep(sweep)
     assert all(adam.claims.values()), adam.claims
     views = ch4.activation_views(page)
     assert {a for a, _ in views.views} == {"gelu", "tanh", "quadratic", "identity"}

@@ -126,27 +126,49 @@ def pos_transient(steps: torch.Tensor, pos_curve: torch.Tensor, class_stair: int
 
 # ----- real text ----------------------------------------------------------------------------------------
 def plateau_on_unigram(steps: torch.Tensor, loss: torch.Tensor, unigram: float, tolerance: float = 0.1,
-                       min_ratio: float = 4.5, min_drop: float = 0.5) -> Claim:
+                       min_ratio: float = 4.5, min_drop: float | None = None, next_level: float | None = None,
+                       min_share: float = 0.25) -> Claim:
     """The loss rests on the unigram entropy before it falls further, and the run learns.
 
-    ``enter``: the first recorded step with ``loss <= unigram + tolerance``; ``leave``: the first step after
-    it with ``loss < unigram - tolerance``. Holds if the loss stays in that band for a factor of at least
-    ``min_ratio`` in time (``leave / enter >= min_ratio``: a dwell, on the log-time axis where stairs live)
-    and ends at least ``min_drop`` nats below the unigram level (a model that never learns has no plateau
-    to leave). A loss that never enters or never leaves the band fails. ``steps``, ``loss``: Tensor[T].
+    ``leave``: the first recorded step, after the loss first comes within ``tolerance`` of the unigram level,
+    with ``loss < unigram - tolerance``; ``enter``: the first record of the one contiguous stretch of records
+    with ``loss <= unigram + tolerance`` that ends there (a loss that touches the band, goes back up and
+    returns later rests only from its return: a dwell is one contiguous rest). Holds if the loss stays in that
+    band for a factor of at least ``min_ratio`` in time (``leave / enter >= min_ratio``: a dwell, on the
+    log-time axis where stairs live) and ends at least a set drop below the unigram level (a model that never
+    learns has no plateau to leave): ``min_drop`` nats (default 0.5), or, given the next level of the
+    staircase (``next_level``, the counted bigram level), ``min_share`` of the gap to it (default a quarter,
+    Chapter 4's rule for leaving a level: the loss has taken part of the next stair, whatever the run's
+    length). A loss that never enters or never leaves the band fails. ``steps``, ``loss``: Tensor[T].
     """
-    enter = crossing_time(steps, loss, unigram + tolerance)
-    later = steps >= enter if enter is not None else torch.zeros_like(steps, dtype=torch.bool)
+    if next_level is not None:
+        if min_drop is not None:
+            raise ValueError("give either min_drop or next_level (with min_share), not both")
+        if not next_level < unigram:
+            raise ValueError(f"next_level must lie below the unigram level {unigram}, got {next_level}")
+        drop = min_share * (unigram - next_level)
+    else:
+        drop = 0.5 if min_drop is None else min_drop
+    first = crossing_time(steps, loss, unigram + tolerance)
+    later = steps >= first if first is not None else torch.zeros_like(steps, dtype=torch.bool)
     leave = crossing_time(steps[later], loss[later], unigram - tolerance) if later.any() else None
+    enter = first
+    if leave is not None:  # back from the leave record through the contiguous stretch in the band
+        j = int((steps <= leave).sum()) - 1
+        while j > 0 and float(loss[j - 1]) <= unigram + tolerance:
+            j -= 1
+        enter = int(steps[j])
     final = float(loss[-max(1, len(loss) // 20):].mean())
     ratio = leave / max(enter, 1) if enter is not None and leave is not None else float("nan")
-    holds = enter is not None and leave is not None and ratio >= min_ratio and final <= unigram - min_drop
+    holds = enter is not None and leave is not None and ratio >= min_ratio and final <= unigram - drop
     on = (steps >= enter) & (steps < leave) if enter is not None and leave is not None else later & False
-    return Claim(f"loss within {tolerance:g} of the unigram entropy for a factor >= {min_ratio:g} in time, then "
-                 f">= {min_drop:g} below it", holds,
-                 {"unigram": unigram, "enter": enter, "leave": leave, "dwell_ratio": ratio,
+    asked = (f">= {drop:.3g} below it" if next_level is None else
+             f">= {min_share:g} of the way to the next level ({drop:.3g} nats) below it")
+    return Claim(f"loss within {tolerance:g} of the unigram entropy for a factor >= {min_ratio:g} in time "
+                 f"(one contiguous rest), then {asked}", holds,
+                 {"unigram": unigram, "first_enter": first, "enter": enter, "leave": leave, "dwell_ratio": ratio,
                   "loss_on_plateau": float(loss[on].mean()) if on.any() else float("nan"),
-                  "final": final})
+                  "final": final, "drop_asked": drop})
 
 
 def _rise_time(steps: torch.Tensor, curve: torch.Tensor, chance: float, threshold: float) -> int | None:
@@ -190,17 +212,23 @@ def rises_after(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: 
 
 
 def attention_uniform_through(steps: torch.Tensor, entropy: torch.Tensor, stair: int | None,
-                              min_entropy: float = 0.98) -> Claim:
+                              min_entropy: float = 0.98, then_selective: bool = False,
+                              tail: float = 0.1) -> Claim:
     """Attention stays (nearly) uniform through the bigram stair: the mean normalized attention entropy
     (Tensor[T] on ``steps``; 1 = uniform rows, 0 = every query on one word) is at least ``min_entropy`` at
-    every record up to step ``stair``. No bigram stair (``stair=None``): censored, fails."""
+    every record up to step ``stair``. With ``then_selective`` the claim is two-sided: the attention must
+    also leave that band later (its mean over the last ``tail`` of the records below ``min_entropy``), so
+    attention that never moves fails. No bigram stair (``stair=None``): censored, fails."""
     entropy = torch.as_tensor(entropy).double()
     if stair is None:
         return Claim(f"attention entropy >= {min_entropy:g} up to the bigram stair (censored)", False,
                      {"stair": None})
     lowest = float(entropy[steps <= stair].min())
-    return Claim(f"attention entropy >= {min_entropy:g} at every record up to the bigram stair",
-                 lowest >= min_entropy, {"stair": stair, "lowest_up_to_stair": lowest})
+    end = float(entropy[-max(1, math.ceil(tail * len(entropy))):].mean())
+    holds = lowest >= min_entropy and (not then_selective or end < min_entropy)
+    then = ", and below it at the end (selective later)" if then_selective else ""
+    return Claim(f"attention entropy >= {min_entropy:g} at every record up to the bigram stair{then}",
+                 holds, {"stair": stair, "lowest_up_to_stair": lowest, "end": end})
 
 
 def in_every_run(claims: Sequence[Claim], name: str, need: int | None = None) -> Claim:

@@ -8,7 +8,8 @@ import torch
 
 from ._core import _exercise, _fail
 
-__all__ = ["check_half_rise_time", "check_surviving_stairs", "check_plateau_loss", "check_linear_final_loss"]
+__all__ = ["check_half_rise_time", "check_surviving_stairs", "check_plateau_loss", "check_stair0_ratio",
+           "check_linear_final_loss"]
 
 
 @_exercise("ex-4.1", "Detect a stair", function="half_rise_time", difficulty=1, minutes=15)
@@ -72,10 +73,53 @@ def check_plateau_loss(plateau_loss: Callable) -> None:
             _fail("ex-4.3", f"strength={strength}, attribute_size={size}: got {float(got):.5f}. Hint: {hint}")
 
 
-@_exercise("ex-4.4", "What a linear model can learn", function="linear_final_loss", difficulty=3, minutes=25)
-def check_linear_final_loss(linear_final_loss: Callable) -> None:
+def _ref_stair0_ratio(fan_ins, gamma_from, gamma_to):
+    from ..theory import escape_time, relative_init_scales
+
+    return escape_time(relative_init_scales(fan_ins, gamma_to)) / escape_time(relative_init_scales(fan_ins, gamma_from))
+
+
+@_exercise("ex-4.4", "Which factor sets the wait?", function="stair0_ratio", difficulty=3, minutes=30)
+def check_stair0_ratio(stair0_ratio: Callable) -> None:
+    """Check ``stair0_ratio(fan_ins, gamma_from, gamma_to) -> float``: the factor by which the wait before stair 0
+    grows from ``gamma_from`` to ``gamma_to``, by the blow-up time of three factors at their own scales; then
+    print it beside the recorded gradient-descent runs (``ch4_gd_timing``), step by step."""
+    from .. import metrics, recordings
+
+    model = (32, 96, 256)  # the Emb-MLP's fan-ins: E, W1, W2
+    cases = ((model, 0.75, 1.0), (model, 1.0, 1.25), (model, 0.75, 1.25), ((64, 64, 64), 0.75, 1.25),
+             ((32, 96, 1024), 0.75, 1.25), ((32, 96, 256), 1.25, 0.75))
+    for fan_ins, g0, g1 in cases:
+        got = stair0_ratio(fan_ins, g0, g1)
+        if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
+            _fail("ex-4.4", f"return one number (a ratio of two times), got {type(got).__name__}")
+        got, expected = float(got), _ref_stair0_ratio(fan_ins, g0, g1)
+        if not math.isfinite(got) or abs(got / expected - 1) > 1e-3:
+            equal = fan_ins[0] ** (g1 - g0)  # every factor at the embeddings' scale
+            hint = ("that is t0(gamma_from) / t0(gamma_to): the ratio asked is the later wait over the earlier"
+                    if math.isfinite(got) and abs(got * expected - 1) < 1e-3 else
+                    "that is the equal-scale law (every factor at the embeddings' scale): each factor starts at "
+                    "its own fan_in ** (1/2 - gamma)" if abs(got / equal - 1) < 1e-3 else
+                    "the integral of the corollary runs from the largest start to infinity; a substitution "
+                    "kappa = kappa_1(0) / u makes it finite, and the strength s cancels in the ratio")
+            _fail("ex-4.4", f"fan_ins={fan_ins}, gamma {g0} -> {g1}: got {got:.4f}, expected {expected:.4f}. "
+                            f"Hint: {hint}")
+    gd = recordings.obtain("ch4_gd_timing")
+    gammas = sorted({r.gamma for r in gd.runs})
+    t0 = {g: metrics.median([metrics.stair_time(gd.steps, r.cka[0], interpolate=True)
+                             for r in gd.runs if r.gamma == g]) for g in gammas}
+    for g0, g1 in zip(gammas, gammas[1:]):
+        print(f"ex-4.4: gamma {g0} -> {g1}: you predict x{float(stair0_ratio(model, g0, g1)):.2f}, the recorded "
+              f"medians grow x{t0[g1] / t0[g0]:.2f}; equal scales would give x{32 ** (g1 - g0):.2f}")
+    here, wide = (float(stair0_ratio(f, gammas[0], gammas[-1])) for f in (model, (32, 96, 1024)))
+    print(f"ex-4.4: gamma {gammas[0]} -> {gammas[-1]}: this model x{here:.2f}, with a readout 4x wider "
+          f"x{wide:.2f} (a prediction; not recorded)")
+
+
+def check_linear_final_loss(linear_final_loss: Callable) -> bool:
     """Check ``linear_final_loss(strengths, attribute_size) -> float``: the loss (nats) an Emb-MLP with the
-    identity activation converges to on the three-attribute task; then train one for a few seconds."""
+    identity activation converges to on the three-attribute task; then train one for a few seconds. (Chapter
+    4's former Exercise 4.4, which the page answered above it; kept for notebooks that call it.)"""
     from ..models import EmbMLP
     from ..tasks import StaircaseTask
     from ..training import TrainConfig, train
@@ -105,3 +149,4 @@ def check_linear_final_loss(linear_final_loss: Callable) -> None:
     levels = task.loss_levels().tolist()
     print(f"ex-4.4: predicted {float(linear_final_loss(strengths, size)):.4f} nats; a tiny identity-activation "
           f"model trained for 400 steps ends at {measured:.4f} (levels {[round(x, 4) for x in levels]})")
+    return True

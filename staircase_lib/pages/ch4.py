@@ -202,7 +202,7 @@ def gd_timing() -> Experiment:
                       {"P2 gradient descent": law, "P2 pair stair, gradient descent": pair_law})
 
 
-def adam_sweep(page: Experiment, sweep) -> Experiment:
+def adam_sweep(sweep) -> Experiment:
     """What Adam shows of P2 (``sweep``: the ``ch4_init_sweep`` recording): the stair times against the
     seed's size, a step at eps = 1, and the merge at large initialization. Claims: P2 Adam step, P2 merge."""
     d = sweep.config["d_embed"]

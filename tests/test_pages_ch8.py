@@ -1,0 +1,75 @@
+"""Chapter 8's page module (staircase_lib.pages.ch8): each experiment's call returns its runs and its claims,
+the claims hold on the shipped recordings, and the live plateau rule holds on recorded seeds the page does not
+train live and fails on the nulls."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import staircase_lib as sl
+from staircase_lib.pages import ch8
+
+
+@pytest.fixture(scope="module")
+def pred():
+    return ch8.predictions()
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return sl.recordings.obtain("ch8_real_text")
+
+
+def test_the_prediction_staircase_and_its_nulls(pred):
+    assert set(pred.claims) == {"predictions: unigram, bigram, trigram (recorded)", "predictions: nulls fail"}
+    assert all(pred.claims.values()), pred.claims
+    assert set(pred.predicted) == {1.0, 0.5, 0.25} and pred.references == ("unigram", "bigram", "trigram")
+    assert int(pred.psteps.min()) >= 1 and len(pred.climbs) == len(pred.predicted[1.0].runs)
+    with pytest.raises(AttributeError):
+        _ = pred.nothing_here
+
+
+def test_the_later_kernels_rise_after_the_bigram_stair(pred):
+    later = ch8.later_kernels(pred)
+    assert len(later.claims) == 3 and all(later.claims.values()), later.claims
+    assert later.names[0] == "bigram" and set(later.names[1:]) == set(ch8.LATER)
+    assert set(later.chance) >= set(later.names)
+    # the other recorded seeds are counted, not asserted: the text says k of n
+    assert {c.numbers["holds_in"][-4:] for c in later.new_seed_counts.values()} == {"of 2"}
+
+
+def test_what_initialization_does(pred, recorded):
+    large = sl.recordings.obtain("ch8_real_text_large_init")
+    init = ch8.initialization(recorded, large, pred)
+    assert len(init.claims) == 8 and all(init.claims.values()), init.claims
+    assert set(init.sweep) == {1.0, 0.5, 0.25} and all(init.sweep[1.0]), "gamma 1 rests on H1"
+    assert init.unigram == pytest.approx(float(recorded.levels["unigram"]))
+    # the "no plateau" claim counts time from the loss's start: a gamma 1 run delayed by idle steps fails it
+    steps, loss = recorded.steps, recorded.runs[0].heldout_loss
+    idle = steps < 1000
+    delayed_steps = torch.cat([steps[idle], steps + 1000])
+    delayed = torch.cat([loss[:1].expand(int(idle.sum())), loss])
+    assert not sl.claims.ch8.plateau_on_unigram(delayed_steps, delayed, init.unigram), "read from step 0: none"
+    assert not sl.claims.ch8.plateau_gone(delayed_steps, delayed, init.unigram, max_ratio=ch8.MIN_RATIO)
+
+
+def test_the_live_plateau_rule_on_recorded_seeds_the_page_does_not_train(recorded):
+    levels = {k: float(v) for k, v in recorded.levels.items()}
+    live = recorded.steps <= 600  # the live run's length
+    for seeds, holds in (((3, 4), True), ((0, 1, 2), True)):
+        runs = [r for r in recorded.runs if r.seed in seeds]
+        exp = ch8.live_plateau(recorded.steps[live], [r.heldout_loss[live] for r in runs], levels)
+        assert bool(exp.claims["plateau on H1 (live, 3 seeds)"]) is holds, exp.claims
+        assert all(p.numbers["drop_asked"] == pytest.approx((levels["unigram"] - levels["bigram"]) / 4)
+                   for p in exp.plateaus)
+    cut = recorded.steps <= 150  # cut off on the plateau
+    exp = ch8.live_plateau(recorded.steps[cut], [r.heldout_loss[cut] for r in recorded.runs[:3]], levels)
+    assert not exp.claims["plateau on H1 (live, 3 seeds)"]
+    flat = torch.full((int(live.sum()),), levels["unigram"] + 0.05)  # never leaves the unigram level
+    assert not ch8.live_plateau(recorded.steps[live], [flat], levels).claims["plateau on H1 (live, 3 seeds)"]
+
+
+def test_plateaus_and_curves_of_read_the_recorded_runs(recorded):
+    found = ch8.plateaus(recorded, float(recorded.levels["unigram"]))
+    assert len(found) == len(recorded.select(gamma=1.0)) and all(found)
+    assert len(ch8.curves_of(recorded, "heldout_loss")) == len(found)
