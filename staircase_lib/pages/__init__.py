@@ -4,7 +4,7 @@ chapters call these from their folded bookkeeping cells, so that every cell a re
 a loop, a measurement or a figure), and the page's claims cell collects the claims at the end."""
 from __future__ import annotations
 
-from . import ch4
+from . import ch4, ch6
 from .base import Experiment
 
-__all__ = ["Experiment", "ch4"]
+__all__ = ["Experiment", "ch4", "ch6"]
