@@ -70,3 +70,16 @@ def test_the_anchor_page_holds_its_claims_and_the_displacement_is_ordered_at_lar
     assert max(page.moved[0.25]) < 1 < min(page.moved[1.0]), "large init moves less than its start"
     sig = ch6.anchor_signatures(anchor)
     assert sig.share["reasoning"] > sig.share["memorization"]
+
+
+def test_the_aligned_embedding_carries_g1_on_its_leading_directions_and_no_g2():
+    task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    E = sl.recordings.ch6.frozen_embeddings(task)
+    values = torch.linalg.svdvals(E["structured"])
+    # K1's eigenvalues are the larger (lambda_1 > lambda_0): the three leading singular values are g1's
+    assert ch6.attribute_part(E["structured"], task, 1) == pytest.approx(3 ** 0.5 * float(values[0]), rel=1e-3)
+    assert ch6.attribute_part(E["structured"], task, 0) == pytest.approx(3 ** 0.5 * float(values[3]), rel=1e-3)
+    assert ch6.attribute_part(E["structured"], task, 2) < 1e-6
+    assert ch6.attribute_part(E["control"], task, 1) < 1e-4, "the control has no g1"
+    random = sl.recordings.ch6.random_embedding(0, task.vocab_size, 16.0)
+    assert ch6.attribute_part(random, task, 1) < 0.5 * ch6.attribute_part(E["structured"], task, 1)

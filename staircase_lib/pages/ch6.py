@@ -19,7 +19,8 @@ from ..claims import ch6, glue, glue_bound
 from .base import Experiment, listed as _listed
 
 __all__ = ["Experiment", "frozen_member", "frozen_gd", "frozen_adam", "transplant", "anchor_signatures",
-           "anchor_mappings", "held_out_pair", "key_order", "anchor_run", "anchor_explorer", "draw_levels"]
+           "anchor_mappings", "attribute_part", "held_out_pair", "key_order", "anchor_run", "anchor_explorer",
+           "draw_levels"]
 
 STRENGTHS = (0.15, 0.25, 0.55)
 LEVEL_NAMES = ["level 0 (no rule)", "level 1 (order 0)", "level 2 (orders 0-1)"]
@@ -42,6 +43,14 @@ def draw_levels(ax: plt.Axes, levels: torch.Tensor) -> None:
     for k, x in ((0, 0.99), (1, 0.01), (2, 0.6)):
         plotting.level_lines(ax, levels[k: k + 1], LEVEL_NAMES[k: k + 1], x=x, color="black", ls=":", lw=0.8,
                              below=(0,) if k == 2 else ())
+
+
+def attribute_part(E: torch.Tensor, task: tasks.StaircaseTask, order: int) -> float:
+    """Frobenius norm of the part of ``E`` Tensor[V, d] that lies on the centred indicators of the attribute
+    that rule ``order`` reads (its projection on that (a - 1)-dimensional subspace of token space)."""
+    indicators = torch.nn.functional.one_hot(task.attribute(order), task.attribute_size).double()
+    basis, _ = torch.linalg.qr(indicators - indicators.mean(0))
+    return float((basis[:, : task.attribute_size - 1].T @ E.double()).norm())
 
 
 def _times(steps, margins, level, interpolate=False):
@@ -72,6 +81,13 @@ def frozen_gd() -> Experiment:
     glue("ch6_gd_wait_step", claim.numbers["wait_step"], "{:d}")
     glue_bound("ch6_gd_wait_margin", claim.numbers["largest early margin"], "upper", 3)
     glue("ch6_margin_level", level, "{:.2f}")
+    norm = 2.0 * task.vocab_size ** 0.5
+    structured = recordings.ch6.frozen_embeddings(task)["structured"]
+    g1_random = [attribute_part(recordings.ch6.random_embedding(s, task.vocab_size, norm), task, 1)
+                 for s in config["seeds"]]
+    glue("ch6_norm", norm, "{:.0f}")
+    glue("ch6_g1_structured", attribute_part(structured, task, 1), "{:.1f}")
+    glue("ch6_g1_random", _listed(g1_random, "{:.1f}"), "{}")
     return Experiment(SimpleNamespace(recorded=recorded, task=task, steps=steps, margins=margins, times=times,
                                       level=level), {"GD: structure raises the escape rate": claim})
 
@@ -95,8 +111,9 @@ def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, ste
                                      spectra["control"].tolist())
     final = [[float(r.loss[-1]) for r in arm] for arm in (structured_runs, random_runs)]
     early = ch6.structure_helps_early(t_structured, t_random, *final, steps, steps)
-    glue("ch6_sv_g0", float(spectra["structured"][0]), "{:.2f}")
-    glue("ch6_sv_g1", float(spectra["structured"][3]), "{:.2f}")
+    # K1's eigenvalues are the larger (lambda_1 > lambda_0): the g1 directions come first
+    glue("ch6_sv_g1", float(spectra["structured"][0]), "{:.2f}")
+    glue("ch6_sv_g0", float(spectra["structured"][3]), "{:.2f}")
     glue("ch6_sv_random", float(spectra["random"][0]), "{:.2f}")
     glue("ch6_med_structured", speedup.numbers["median_structured"], "{:.0f}")
     glue("ch6_med_random", speedup.numbers["median_random"], "{:.0f}")
