@@ -270,7 +270,7 @@ def test_the_transplant_script_runs_at_tiny_size(tmp_path):
 def _margins(times, steps, level=0.5, rise=50):
     """Pair-margin curves Tensor[T] on ``steps`` that sit at zero and rise to 2 * level around each time."""
     x = steps.double()
-    return [2 * level * torch.sigmoid((x - t) / (t / 8)) * (x > 0) if t is not None else torch.zeros_like(x)
+    return [2 * level * torch.sigmoid((x - t) / (t / 12)) * (x > 0) if t is not None else torch.zeros_like(x)
             for t in times]
 
 
@@ -284,6 +284,11 @@ def test_escape_rate_raised_holds_on_two_waits_and_fails_on_its_controls():
     # no wait: the structured arm starts on the stair (a margin of size one from step 1)
     instant = [torch.full_like(steps.double(), 1.0) for _ in range(3)]
     assert not ch6.escape_rate_raised(steps, instant, r, level, 10000, 10000)
+    # no escape: a rise that starts at once, L (1 - exp(-t / tau)), crossing the level near t = 160
+    x = steps.double()
+    at_once = [2 * level * (1 - torch.exp(-x / (t / 0.693))) for t in (160, 170, 180)]
+    assert all(sl.metrics.crossing_time(steps, m, level, below=False) for m in at_once), "they do cross"
+    assert not ch6.escape_rate_raised(steps, at_once, r, level, 10000, 10000)
     # equal rates: both arms escape at the same time
     assert not ch6.escape_rate_raised(steps, s, s, level, 10000, 10000)
     # censored: the random arm never crosses within the run
@@ -303,6 +308,7 @@ def test_escape_rate_raised_on_new_seeds_under_gradient_descent():
     claim = ch6.escape_rate_raised(result.steps, margins["structured"], margins["random"], level, n, n)
     assert claim, claim
     assert not ch6.escape_rate_raised(result.steps, margins["random"], margins["structured"], level, n, n)
+    assert claim.numbers["largest early margin"] < 0.05 * level
 
 
 def test_displacement_order_fails_on_random_and_shuffled_displacements():

@@ -112,30 +112,40 @@ def frozen_speedup(t_structured: Times, t_random: Times, steps_structured: int, 
 
 def escape_rate_raised(steps: torch.Tensor, margins_structured: Sequence[torch.Tensor],
                        margins_random: Sequence[torch.Tensor], level: float, steps_structured: int,
-                       steps_random: int, threshold: float = 5.0, wait_step: int = 20,
+                       steps_random: int, threshold: float = 5.0, wait_fraction: float = 0.5,
                        wait_share: float = 0.05) -> Claim:
     """Under gradient descent, structure raises the *rate* of the pair escape; it does not remove the escape.
 
-    Both frozen arms start with the g1-reading rows of W1 at O(eps), so both must escape: in every run of both
-    arms the pair margin at the records up to ``wait_step`` stays below ``wait_share`` of ``level`` (a wait).
-    The structured arm then reaches ``level`` ``threshold`` times sooner (median) and every structured seed
-    before every random seed, as :func:`frozen_speedup` (none censored, equal run lengths). ``steps``
-    LongTensor[T] are the runs' shared record steps, ``margins_*`` Tensor[T] each. Fails for an arm that starts
-    on the stair (no wait), for equal rates, and for censored runs."""
+    Both frozen arms start with the g1-reading rows of W1 at O(eps), so both must escape; the disputed one is the
+    structured arm. In every structured run the pair margin stays below ``wait_share`` of ``level`` at every
+    record up to ``wait_fraction`` of that run's own pair-stair time (a wait, then a rise; a rise that starts at
+    once, ``L (1 - exp(-t / tau))``, is already above a quarter of its level at half its crossing time). The
+    structured arm then reaches ``level`` ``threshold`` times sooner (median) and every structured seed before
+    every random seed, as :func:`frozen_speedup` (none censored, equal run lengths). The random arm's margin at
+    ``wait_fraction`` of its stair time is reported, not asserted (its rise is gradual). ``steps`` LongTensor[T]
+    are the runs' shared record steps, ``margins_*`` Tensor[T] each. Fails for a structured arm that rises at
+    once (no escape), for equal rates, and for censored runs."""
     t_s = [crossing_time(steps, m, float(level), below=False) for m in margins_structured]
     t_r = [crossing_time(steps, m, float(level), below=False) for m in margins_random]
     fast = frozen_speedup(t_s, t_r, steps_structured, steps_random, threshold=threshold)
-    early = steps <= wait_step
-    largest = max((float(m[early].abs().max()) for m in [*margins_structured, *margins_random]),
-                  default=float("nan"))
-    waits = bool(early.sum() >= 2 and largest < wait_share * float(level))
+    def early(margins, times):  # each run's largest margin before wait_fraction of its own stair time
+        out = []
+        for m, t in zip(margins, times):
+            before = (steps > 0) & (steps <= wait_fraction * t) if t is not None else steps < 0
+            out.append(float(m[before].abs().max()) if before.sum() >= 2 else float("nan"))
+        return out
+
+    early_s, early_r = early(margins_structured, t_s), early(margins_random, t_r)
+    waits = bool(early_s) and all(x < wait_share * float(level) for x in early_s)  # nan fails
     holds = bool(fast and waits)
-    return Claim(f"gradient descent: both arms wait (pair margin < {wait_share:g} of the stair level up to step "
-                 f"{wait_step}), then the structured arm reaches the pair stair >= {threshold:g}x sooner (median), "
-                 "every structured seed before every random seed", holds,
+    return Claim(f"gradient descent: every structured run waits (pair margin < {wait_share:g} of the stair "
+                 f"level up to {wait_fraction:g} of its stair time), and the structured arm reaches the pair "
+                 f"stair >= {threshold:g}x sooner (median), every structured seed before every random seed", holds,
                  {"median_structured": fast.numbers["median_structured"],
                   "median_random": fast.numbers["median_random"], "speedup": fast.numbers["speedup"],
-                  "largest early margin": largest, "wait_step": wait_step, "threshold": threshold,
+                  "largest early margin": max(early_s, default=float("nan")),
+                  "random margins at the same fraction": early_r, "wait_fraction": wait_fraction,
+                  "threshold": threshold,
                   "censored": (fast.numbers["censored_structured"], fast.numbers["censored_random"])})
 
 

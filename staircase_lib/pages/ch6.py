@@ -78,8 +78,8 @@ def frozen_gd() -> Experiment:
     glue("ch6_gd_med_structured", claim.numbers["median_structured"], "{:,.0f}")
     glue("ch6_gd_med_random", claim.numbers["median_random"], "{:,.0f}")
     glue("ch6_gd_speedup", claim.numbers["speedup"], "{:.0f}")
-    glue("ch6_gd_wait_step", claim.numbers["wait_step"], "{:d}")
     glue_bound("ch6_gd_wait_margin", claim.numbers["largest early margin"], "upper", 3)
+    glue("ch6_gd_random_half", _listed(claim.numbers["random margins at the same fraction"], "{:.2f}"), "{}")
     glue("ch6_margin_level", level, "{:.2f}")
     norm = 2.0 * task.vocab_size ** 0.5
     structured = recordings.ch6.frozen_embeddings(task)["structured"]
