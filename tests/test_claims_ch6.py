@@ -311,17 +311,42 @@ def test_escape_rate_raised_on_new_seeds_under_gradient_descent():
     assert claim.numbers["largest early margin"] < 0.05 * level
 
 
-def test_displacement_order_fails_on_random_and_shuffled_displacements():
-    values = torch.arange(20.0)
-    ordered = torch.stack((torch.cos(values / 10), torch.sin(values / 10)), 1)
-    target = -(values[:, None] - values[None, :]).abs()
+def test_displacement_order_fails_where_the_displacement_is_no_more_ordered():
+    learned, memorized, final = [0.39, 0.44, 0.52], [-0.07, -0.12, -0.10], [0.14, 0.18, 0.27]
+    assert ch6.displacement_order(learned, memorized, final)
+    assert not ch6.displacement_order(final, memorized, final), "the final embeddings in the displacement's place"
+    assert not ch6.displacement_order(learned, learned, final), "memorized keys as ordered"
+    assert not ch6.displacement_order([0.39, 0.10, 0.52], memorized, final), "one seed below its embedding"
+    with pytest.raises(ValueError):
+        ch6.displacement_order(learned, memorized[:2], final)
 
-    def order(x):
-        return sl.metrics.gram_correlation(x, target, method="spearman", cosine=True)
 
-    random = order(torch.randn(20, 8, generator=torch.Generator().manual_seed(3)))
-    shuffled = order(ordered[torch.randperm(20, generator=torch.Generator().manual_seed(4))])
-    assert ch6.displacement_order([order(ordered)] * 3, [random] * 3)
-    assert not ch6.displacement_order([random] * 3, [random] * 3)
-    assert not ch6.displacement_order([shuffled] * 3, [random] * 3)
-    assert not ch6.displacement_order([order(ordered)] * 3, [order(ordered)] * 3), "memorized keys ordered too"
+@pytest.mark.slow
+def test_the_anchor_claims_on_new_seeds():
+    """Seeds 3 and 4 (the book uses 0-2), the chapter's mixed-task settings: reasoning first and ordered keys at
+    gamma 1, the learned displacement ordered at gamma 0.25."""
+    anchor = sl.tasks.AnchorTask(memorized=0.5, seed=0)
+    seeds, gammas = [3, 4], [1.0, 0.25]
+    probes = {"reasoning": anchor.dataset("reasoning"), "memorization": anchor.dataset("memorization")}
+    members = [sl.models.EmbMLP(anchor.vocab_size, 3, anchor.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
+               for g in gammas for s in seeds]
+    config = sl.training.TrainConfig(steps=1000, lr=1e-3, batch_size=256, record_every=20, eval_size=256,
+                                     progress=False)
+    runs = sl.training.train_ensemble(members, anchor, config, seeds=seeds * 2, probes=probes)
+    small, large = runs[:2], runs[2:]
+
+    def order(E, mapping):
+        return sl.pages.ch6.key_order(E, anchor.keys(mapping), anchor)
+
+    fall = [tuple(sl.metrics.half_fall_time(r.steps, r.probes[m]["loss"]) for m in ("reasoning", "memorization"))
+            for r in small]
+    assert ch6.reasoning_first(fall), fall
+    final = {m: [order(r.embeddings[-1], m) for r in small] for m in ("reasoning", "memorization")}
+    assert ch6.reasoning_keys_ordered(final["reasoning"], final["memorization"]), final
+    moved = {m: [order(r.embeddings[-1] - r.embeddings[0], m) for r in large] for m in ("reasoning", "memorization")}
+    at_end = {m: [order(r.embeddings[-1], m) for r in large] for m in ("reasoning", "memorization")}
+    assert ch6.displacement_order(moved["reasoning"], moved["memorization"], at_end["reasoning"]), moved
+    # the page says the 0.3 separation of gamma 1 does not hold in every new seed at gamma 0.25 (seed 3)
+    assert not ch6.reasoning_keys_ordered(moved["reasoning"], moved["memorization"]), moved
+    # the null: the final embeddings at large init (the random start dominates) in the displacement's place
+    assert not ch6.displacement_order(at_end["reasoning"], at_end["memorization"], at_end["reasoning"]), at_end

@@ -232,6 +232,7 @@ def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[f
     glue_bound("ch6_order_large", max(max(v) for v in order[large].values()), "upper")
     glue("ch6_learned_large_reasoning", _listed(learned[large]["reasoning"], "{:.2f}"), "{}")
     glue("ch6_learned_large_memorized", _listed(learned[large]["memorization"], "{:.2f}"), "{}")
+    glue("ch6_final_large_reasoning", _listed(order[large]["reasoning"], "{:.2f}"), "{}")
     glue_bound("ch6_moved_large", max(moved[large]), "upper")
     glue_bound("ch6_moved_small", max(moved[small]), "upper", 1)
     claims = {f"gamma {small:g}: reasoning first": first[small],
@@ -239,7 +240,7 @@ def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[f
               f"gamma {small:g}: reasoning keys ordered": ch6.reasoning_keys_ordered(
                   order[small]["reasoning"], order[small]["memorization"]),
               f"gamma {large:g}: learned displacement": ch6.displacement_order(
-                  learned[large]["reasoning"], learned[large]["memorization"])}
+                  learned[large]["reasoning"], learned[large]["memorization"], order[large]["reasoning"])}
     data = SimpleNamespace(by_gamma=by_gamma, fall=fall, ratio=ratio, order=order, learned=learned, moved=moved)
     return Experiment(data, claims)
 
