@@ -4,7 +4,7 @@ chapters call these from their folded bookkeeping cells, so that every cell a re
 a loop, a measurement or a figure), and the page's claims cell collects the claims at the end."""
 from __future__ import annotations
 
-from . import ch1, ch2, ch3, ch4, ch5, ch7, ch8, ch9
+from . import ch1, ch2, ch3, ch4, ch5, ch6, ch7, ch8, ch9
 from .base import Experiment
 
-__all__ = ["Experiment", "ch1", "ch2", "ch3", "ch4", "ch5", "ch7", "ch8", "ch9"]
+__all__ = ["Experiment", "ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "ch9"]

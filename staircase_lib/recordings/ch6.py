@@ -1,4 +1,6 @@
-"""Chapter 6's transplant experiment: donor Emb-MLPs trained to their first plateau, then fresh small-init
+"""Chapter 6's recorded experiments: the frozen arms under plain gradient descent (:func:`frozen_gd`), the pure
+reasoning task's held-out pair over many seeds (:func:`pure_task`), and the transplant experiment
+(:func:`transplant`): donor Emb-MLPs trained to their first plateau, then fresh small-init
 receivers in three arms (their own embeddings, the donor's embeddings, a random embedding of the donor's norm)
 trained as one batched ensemble.
 
@@ -19,10 +21,12 @@ from .._checks import check_positive_int
 from ..claims import ch6
 from ..results import rounded
 
-__all__ = ["ARMS", "D_EMBED", "D_HIDDEN", "random_embedding", "transplant"]
+__all__ = ["ARMS", "D_EMBED", "D_HIDDEN", "GAMMAS", "frozen_embeddings", "frozen_gd", "pure_task",
+           "random_embedding", "transplant"]
 
 D_EMBED, D_HIDDEN = 32, 128
 ARMS = ("fresh", "transplant", "random, same norm")
+GAMMAS = (1.0, 0.5, 0.25)  # the anchor task's initialization rates
 
 
 def random_embedding(seed: int, vocab_size: int, norm: float) -> torch.Tensor:
@@ -70,3 +74,72 @@ def transplant(*, donor_steps: int = 600, steps: int = 3000, seeds: Sequence[int
                     for (arm, s), run in zip([(a, s) for a in ARMS for s in seeds], runs)],
            "train_seconds": time.time() - start}
     return out
+
+
+def frozen_embeddings(task) -> dict[str, torch.Tensor]:
+    """The chapter's frozen embeddings Tensor[V, d] for the staircase ``task`` (rows of norm 2 on average):
+    ``"structured"`` (spectral embedding of K0 + K1) and ``"control"`` (the spectrum of the structured one on
+    the directions of K0 + K2)."""
+    from .. import signatures
+
+    norm = 2.0 * task.vocab_size ** 0.5
+    structured = signatures.spectral_embedding(task.kernel(0) + task.kernel(1), D_EMBED, norm=norm)
+    wrong = signatures.spectral_embedding(task.kernel(0) + task.kernel(2), D_EMBED, norm=norm)
+    return {"structured": structured, "control": ch6.spectrum_matched(wrong, structured)}
+
+
+def frozen_gd(*, steps: int = 8000, seeds: Sequence[int] = tuple(range(5)), lr: float = 2.0,
+              batch_size: int = 1024, records_per_decade: int = 20, device: str = "auto") -> dict:
+    """The chapter's structured and random frozen arms (``gamma = 1`` for W1 and W2) under plain gradient descent
+    (SGD, ``lr``, fresh batches of ``batch_size``), one member per arm and seed; each run's loss and pair
+    margin (``claims.ch6.pair_rule_probes``) at log-spaced records."""
+    check_positive_int("steps", steps)
+    seeds = list(seeds)
+    task = tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    norm = 2.0 * task.vocab_size ** 0.5
+    structured = frozen_embeddings(task)["structured"]
+    config = training.TrainConfig(steps=steps, lr=lr, optimizer="sgd", batch_size=batch_size, record="log",
+                                  records_per_decade=records_per_decade, eval_size=2048, device=device,
+                                  progress=False)
+    arms = ("structured", "random")
+    members = [models.EmbMLP(64, 3, 4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0, seed=s).load_embeddings(
+        structured if arm == "structured" else random_embedding(s, task.vocab_size, norm), freeze=True)
+        for arm in arms for s in seeds]
+    start = time.time()
+    runs = training.train_ensemble(members, task, config, seeds=seeds * len(arms),
+                                   probes=ch6.pair_rule_probes(task))
+    return {"config": {"steps": steps, "seeds": seeds, "lr": lr, "batch_size": batch_size,
+                       "records_per_decade": records_per_decade, "device": device, "optimizer": "sgd",
+                       "d_embed": D_EMBED, "d_hidden": D_HIDDEN, "gamma": 1.0, "strengths": list(task.strengths),
+                       "device_used": str(runtime.resolve_device(device))},
+            "step": runs[0].steps.tolist(),
+            "runs": [{"arm": arm, "seed": s, "loss": rounded(run.loss, 5),
+                      "pair_margin": rounded(ch6.pair_margin(run), 5)}
+                     for (arm, s), run in zip([(a, s) for a in arms for s in seeds], runs)],
+            "train_seconds": time.time() - start}
+
+
+def pure_task(*, steps: int = 1000, seeds: Sequence[int] = tuple(range(10)), gammas: Sequence[float] = GAMMAS,
+              device: str = "auto") -> dict:
+    """The pure reasoning anchor task (``memorized=0``, both orders of the pair (2, 3) held out): one Emb-MLP per
+    initialization rate and seed (Adam 1e-3, batches of 256, the chapter's settings); each run's loss every 100
+    steps and its final accuracy on the held-out pair and on its training pairs."""
+    check_positive_int("steps", steps)
+    seeds, gammas = list(seeds), [float(g) for g in gammas]
+    pure = tasks.AnchorTask(memorized=0.0, seed=0, hold_mirror=True)
+    config = training.TrainConfig(steps=steps, lr=1e-3, batch_size=256, record_every=100, eval_size=256,
+                                  device=device, progress=False)
+    members = [models.EmbMLP(pure.vocab_size, 3, pure.n_labels, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=g,
+                             seed=s) for g in gammas for s in seeds]
+    start = time.time()
+    runs = training.train_ensemble(members, pure, config, seeds=seeds * len(gammas),
+                                   probes={"held-out pair": pure.held_out_batch()})
+    keys = [(g, s) for g in gammas for s in seeds]
+    return {"config": {"steps": steps, "seeds": seeds, "gammas": gammas, "device": device, "lr": config.lr,
+                       "batch_size": config.batch_size, "d_embed": D_EMBED, "d_hidden": D_HIDDEN,
+                       "device_used": str(runtime.resolve_device(device))},
+            "step": runs[0].steps.tolist(),
+            "runs": [{"gamma": g, "seed": s, "loss": rounded(run.loss, 5),
+                      "held_out": round(float(run.probes["held-out pair"]["accuracy"][-1]), 4),
+                      "train": round(float(run.accuracy[-1]), 4)} for (g, s), run in zip(keys, runs)],
+            "train_seconds": time.time() - start}
