@@ -20,6 +20,8 @@ SHORT = [
     ("ch5_trap_control", {"steps": 100, "seeds": 1}),
     ("ch5_pair_stair", {"steps": 100, "seeds": [0]}),
     ("ch6_transplant", {"steps": 100, "seeds": [0]}),
+    ("ch6_frozen_gd", {"steps": 100, "seeds": [0]}),
+    ("ch6_pure_task", {"steps": 1000, "seeds": [0]}),
     ("ch8_real_text", {"steps": 30, "seeds": 1}),
     ("ch8_predictions_g100", {"steps": 30, "seeds": 1}),  # the recorder with the predictions measured
     ("ch9_seeds", {"steps": 100, "seeds": [0]}),
