@@ -12,7 +12,7 @@ from ._checks import check_bool, check_finite_float, check_positive_int, check_s
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "partial_alignment_curve",
            "projection_curve", "smooth", "stair_time", "stair_times", "attention_entropy", "crossing_time",
            "half_fall_time", "cosine", "rank_correlation", "principal_components", "neighbour_agreement",
-           "chance_approximation", "angular_coverage", "median", "fit_line"]
+           "chance_approximation", "angular_coverage", "median", "fit_line", "pair_margin"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -380,3 +380,9 @@ def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, floa
     residual = y - intercept - slope * x
     se = float((residual.pow(2).sum() / (len(x) - 2) / (xc**2).sum()).sqrt())
     return slope, se, intercept
+
+
+def pair_margin(run) -> torch.Tensor:
+    """Mean log-odds of the pair answer over the no-rule label at each record, Tensor[T], from a run (a
+    :class:`staircase_lib.training.History`) trained with the task's ``pair_rule_probes()`` as probes."""
+    return run.probes["no rule"]["loss"] - run.probes["pair rule"]["loss"]

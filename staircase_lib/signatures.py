@@ -14,6 +14,7 @@ from ._checks import check_finite_float, check_labels, check_positive_int, check
 from .tasks import conditional_table, count_table
 
 __all__ = [
+    "spectrum_matched",
     "label_marginal",
     "conditional_label_distribution",
     "label_signature",
@@ -219,3 +220,16 @@ def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = 
                              "rescaled")
         embedding = embedding * (norm / total)
     return embedding.to(torch.get_default_dtype())
+
+
+def spectrum_matched(structure: torch.Tensor, spectrum: torch.Tensor) -> torch.Tensor:
+    """An embedding Tensor[V, d] with the singular vectors of ``structure`` Tensor[V, d] and the singular values
+    of ``spectrum`` Tensor[V, d] (largest with largest): same rank, norm and spectrum, other directions."""
+    if structure.shape != spectrum.shape:
+        raise ValueError(f"structure and spectrum must have one shape, got {tuple(structure.shape)} and "
+                         f"{tuple(spectrum.shape)}")
+    U, _, Vh = torch.linalg.svd(structure.double(), full_matrices=False)
+    values = torch.linalg.svdvals(spectrum.double())
+    return (U @ torch.diag(values) @ Vh).to(structure.dtype)
+
+

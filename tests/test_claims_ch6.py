@@ -63,7 +63,7 @@ def _frozen_arms(seeds, steps=2000):
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
     d, norm = 32, 2.0 * task.vocab_size ** 0.5
     structured = sl.signatures.spectral_embedding(task.kernel(0) + task.kernel(1), d, norm=norm)
-    control = ch6.spectrum_matched(
+    control = sl.signatures.spectrum_matched(
         sl.signatures.spectral_embedding(task.kernel(0) + task.kernel(2), d, norm=norm), structured)
     randoms = [norm * (R := torch.randn(64, d, generator=torch.Generator().manual_seed(100 + s))) / R.norm()
                for s in seeds]
@@ -73,7 +73,7 @@ def _frozen_arms(seeds, steps=2000):
     config = sl.training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=20, eval_size=2048,
                                      progress=False)
     runs = sl.training.train_ensemble(members, task, config, seeds=list(seeds) * 3,
-                                      probes=ch6.pair_rule_probes(task))
+                                      probes=task.pair_rule_probes())
     k = len(seeds)
     return task, structured, control, runs[:k], runs[k:2 * k], runs[2 * k:]
 
@@ -83,7 +83,7 @@ def test_frozen_claims_on_new_seeds_and_the_wrong_structure_control():
     """Seeds 3 and 4 (the book uses 0-2). The K0 + K2 control, same spectrum and no g1, crosses the pair level
     of the *loss* (it learns the triple rule) but never the pair margin: read from the loss it would pass."""
     task, structured, control, s_runs, r_runs, c_runs = _frozen_arms([3, 4])
-    level = ch6.pair_margin_level(task) / 2
+    level = task.pair_margin_level() / 2
     t_s, t_r, t_c = (ch6.pair_stair_times(runs, level) for runs in (s_runs, r_runs, c_runs))
     assert ch6.frozen_speedup(t_s, t_r, 2000, 2000, threshold=10), (t_s, t_r)
     assert not ch6.frozen_speedup(t_c, t_r, 2000, 2000, threshold=10), t_c
@@ -112,7 +112,7 @@ def test_no_pair_without_g1_fails_on_another_spectrum_and_structure_helps_early_
 
 def test_pair_margin_is_zero_for_a_model_blind_to_the_pair_attribute():
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
-    probes = ch6.pair_rule_probes(task)
+    probes = task.pair_rule_probes()
     tokens = probes["pair rule"].tokens
     rules = task.rule_labels(tokens)
     assert (rules[:, 1] != rules[:, 0]).all() and (rules[:, 1] != rules[:, 2]).all()
@@ -127,7 +127,7 @@ def test_pair_margin_is_zero_for_a_model_blind_to_the_pair_attribute():
         return float((p.log().gather(1, rules[:, 1:2]) - p.log().gather(1, no_rule)).mean())
 
     assert abs(margin((0, 2))) < 1e-9 and abs(margin((0,))) < 1e-9 and abs(margin(())) < 1e-9
-    assert abs(margin((0, 1)) - ch6.pair_margin_level(task)) < 1e-9
+    assert abs(margin((0, 1)) - task.pair_margin_level()) < 1e-9
     assert margin((0, 1, 2)) > margin((0, 1))  # knowing the triple rule too does not lower it
 
 
@@ -214,7 +214,7 @@ def test_live_donors_match_the_recorded_ones_and_an_untrained_or_short_donor_doe
 def _recorded_times():
     recorded = sl.results.load("ch6_transplant")
     steps = torch.tensor(recorded["step"])
-    level = ch6.pair_margin_level(sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))) / 2
+    level = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55)).pair_margin_level() / 2
     return {arm: [sl.metrics.crossing_time(steps, torch.tensor(r["pair_margin"]), level, below=False,
                                            interpolate=True) for r in recorded["runs"] if r["arm"] == arm]
             for arm in ("fresh", "transplant", "random, same norm")}, int(steps[-1])
@@ -302,7 +302,7 @@ def test_escape_rate_raised_on_new_seeds_under_gradient_descent():
     """Seeds 5 and 6 (the recording uses 0-4), the recorded settings, run to the recording's length."""
     result = sl.results.RecordedResult.from_dict(sl.recordings.ch6.frozen_gd(seeds=[5, 6], device="cpu"))
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
-    level = ch6.pair_margin_level(task) / 2
+    level = task.pair_margin_level() / 2
     margins = {arm: [r.pair_margin for r in result.select(arm=arm)] for arm in ("structured", "random")}
     n = int(result.steps[-1])
     claim = ch6.escape_rate_raised(result.steps, margins["structured"], margins["random"], level, n, n)

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 import staircase_lib as sl
-from staircase_lib.claims import ch6 as claims
 from staircase_lib.pages import ch6
 
 
@@ -36,7 +35,7 @@ def test_frozen_adam_reads_the_arms_and_fails_on_cut_off_runs():
     R = sl.recordings.ch6.random_embedding(0, task.vocab_size, norm)
     members = [ch6.frozen_member(0, e) for e in (E["structured"], R, E["control"])]
     config = sl.training.TrainConfig(steps=60, lr=1e-2, record="log", eval_size=512, device="cpu", progress=False)
-    runs = sl.training.train_ensemble(members, task, config, seeds=[0, 0, 0], probes=claims.pair_rule_probes(task))
+    runs = sl.training.train_ensemble(members, task, config, seeds=[0, 0, 0], probes=task.pair_rule_probes())
     adam = ch6.frozen_adam(runs, task, {**E, "random": R}, 60)
     assert set(adam.claims) == {"frozen: structured vs random", "frozen: same spectrum, no g1",
                                 "frozen: structure helps early"}
@@ -48,7 +47,7 @@ def test_frozen_adam_reads_the_arms_and_fails_on_cut_off_runs():
 @pytest.mark.slow
 def test_the_transplant_page_holds_its_claims():
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
-    tp = ch6.transplant(claims.pair_margin_level(task) / 2)
+    tp = ch6.transplant(task.pair_margin_level() / 2)
     assert set(tp.claims) == {"transplant: live donors = recorded", "transplant: no head start",
                               "transplant: the norm helps"}
     assert all(tp.claims.values()), tp.claims

@@ -379,3 +379,16 @@ def test_a_reading_order_must_order_the_three_positions(bad):
         StaircaseTask(reading_order=bad)
     with pytest.raises(ValueError, match="reverse=True"):
         StaircaseTask(reverse=True, reading_order=(0, 2, 1))
+
+
+def test_pair_rule_probes_read_the_pair_rule_alone():
+    """Every probe sequence has three different rule answers; the pair probe is labelled by the pair rule, the
+    no-rule probe by the label no rule gives, and a task without four labels is refused."""
+    task = StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    probes = task.pair_rule_probes(n=512, seed=1)
+    rules = task.rule_labels(probes["pair rule"].tokens)
+    assert torch.equal(probes["pair rule"].labels, rules[:, 1])
+    assert all(len({*r, n}) == 4 for r, n in zip(rules.tolist(), probes["no rule"].labels.tolist()))
+    assert task.pair_margin_level() == pytest.approx(math.log(1 + 4 * 0.25 / (0.55 + task.noise)))
+    with pytest.raises(ValueError, match="4 labels"):
+        StaircaseTask(attribute_size=2).pair_rule_probes()

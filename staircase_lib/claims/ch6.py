@@ -1,11 +1,11 @@
 """Claims of Chapter 6 (see :mod:`staircase_lib.claims`).
 
-The frozen and transplant pair stairs are read from the **pair margin** (:func:`pair_rule_probes`,
-:func:`pair_margin`): the mean log-odds of the pair rule's answer over a label no rule gives. The loss alone can
-mislead, since a model can fall below the pair level of the loss by learning the triple rule without the pair
-rule. A run that never crosses its level is **censored** (``None`` here), never counted as a crossing at its last
-step. A comparison of two arms needs both arms trained for the same number of steps, and a censored run in
-either arm makes the comparison undecided, so the claim fails.
+The frozen and transplant pair stairs are read from the **pair margin** (the task's ``pair_rule_probes``,
+:func:`staircase_lib.metrics.pair_margin`): the mean log-odds of the pair rule's answer over a label no rule
+gives. The loss alone can mislead, since a model can fall below the pair level of the loss by learning the
+triple rule without the pair rule. A run that never crosses its level is **censored** (``None`` here), never
+counted as a crossing at its last step. A comparison of two arms needs both arms trained for the same number
+of steps, and a censored run in either arm makes the comparison undecided, so the claim fails.
 """
 from __future__ import annotations
 
@@ -16,12 +16,10 @@ from typing import Optional, Sequence
 
 import torch
 
-from ..metrics import crossing_time
-from ..tasks.base import Batch
+from ..metrics import crossing_time, pair_margin
 from .base import Claim
 
-__all__ = ["crossing_times", "pair_rule_probes", "pair_margin", "pair_margin_level", "pair_stair_times",
-           "spectrum_matched", "frozen_speedup", "escape_rate_raised", "no_pair_without_g1",
+__all__ = ["crossing_times", "pair_stair_times", "frozen_speedup", "escape_rate_raised", "no_pair_without_g1",
            "structure_helps_early", "displacement_order",
            "paired_lead", "no_head_start", "norm_helps",
            "reasoning_first", "together_at_large_init", "reasoning_keys_ordered",
@@ -35,52 +33,11 @@ def crossing_times(runs, level: float, below: bool = True) -> list[Optional[int]
     return [crossing_time(run.steps, run.loss, float(level), below=below) for run in runs]
 
 
-def pair_rule_probes(task, n: int = 4096, seed: int = 123) -> dict[str, Batch]:
-    """Probe batches that read the pair rule alone, for a staircase task with four labels.
-
-    From ``n`` sampled sequences keep those whose order-0, pair and triple answers are three different labels;
-    ``"pair rule"`` labels them with the pair rule's answer, ``"no rule"`` with the fourth label, which no rule
-    gives. The difference of the two probe losses is the mean log-odds of the pair answer over that label
-    (:func:`pair_margin`): zero for any model that cannot see the pair attribute, whatever else it knows.
-    """
-    if task.n_labels != 4:
-        raise ValueError(f"task must have 4 labels (three rules and one label no rule gives), got {task.n_labels}")
-    batch = task.sample(int(n), torch.Generator().manual_seed(int(seed)))
-    rules = task.rule_labels(batch.tokens)  # LongTensor[n, 3]: order-0, pair, triple answers
-    distinct = (rules[:, 0] != rules[:, 1]) & (rules[:, 1] != rules[:, 2]) & (rules[:, 0] != rules[:, 2])
-    tokens, rules = batch.tokens[distinct], rules[distinct]
-    return {"pair rule": Batch(tokens, rules[:, 1]), "no rule": Batch(tokens, 6 - rules.sum(dim=1))}
-
-
-def pair_margin(run) -> torch.Tensor:
-    """Mean log-odds of the pair answer over the no-rule label at each record, Tensor[T] (from a run trained
-    with the :func:`pair_rule_probes`)."""
-    return run.probes["no rule"]["loss"] - run.probes["pair rule"]["loss"]
-
-
-def pair_margin_level(task) -> float:
-    """The pair margin of the best model that knows orders 0 and 1 only (the orders-0-1 plateau):
-    ``log(1 + C s_1 / (s_2 + noise))``, ``C`` labels, ``s_k`` the rule strengths."""
-    rest = task.strengths[2] + task.noise
-    return math.log(1.0 + task.n_labels * task.strengths[1] / rest)
-
-
 def pair_stair_times(runs, level: float) -> list[Optional[int]]:
     """First step at which each run's pair margin reaches ``level`` (``None``: censored). The pair stair read
     from what the model predicts, not from its loss: a model that learns the triple rule and not the pair rule
     lowers its loss past the pair level but never raises this margin."""
     return [crossing_time(run.steps, pair_margin(run), float(level), below=False) for run in runs]
-
-
-def spectrum_matched(structure: torch.Tensor, spectrum: torch.Tensor) -> torch.Tensor:
-    """An embedding Tensor[V, d] with the singular vectors of ``structure`` Tensor[V, d] and the singular values
-    of ``spectrum`` Tensor[V, d] (largest with largest): same rank, norm and spectrum, other directions."""
-    if structure.shape != spectrum.shape:
-        raise ValueError(f"structure and spectrum must have one shape, got {tuple(structure.shape)} and "
-                         f"{tuple(spectrum.shape)}")
-    U, _, Vh = torch.linalg.svd(structure.double(), full_matrices=False)
-    values = torch.linalg.svdvals(spectrum.double())
-    return (U @ torch.diag(values) @ Vh).to(structure.dtype)
 
 
 def _censored(times: Times) -> int:

@@ -62,7 +62,7 @@ def frozen_gd() -> Experiment:
     five seeds each, SGD): each run's pair margin and pair-stair time. Claim: structure raises the rate."""
     recorded = recordings.obtain("ch6_frozen_gd")
     task = _staircase_task()
-    level = ch6.pair_margin_level(task) / 2
+    level = task.pair_margin_level() / 2
     steps = recorded.steps
     margins = {arm: [r.pair_margin for r in recorded.select(arm=arm)] for arm in ("structured", "random")}
     times = {arm: _times(steps, m, level) for arm, m in margins.items()}
@@ -99,7 +99,7 @@ def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, ste
     k = len(runs) // 3
     structured_runs, random_runs, control_runs = runs[:k], runs[k: 2 * k], runs[2 * k:]
     levels = task.loss_levels()
-    margin_level = ch6.pair_margin_level(task) / 2
+    margin_level = task.pair_margin_level() / 2
     t_structured = ch6.pair_stair_times(structured_runs, margin_level)  # None = censored
     t_random = ch6.pair_stair_times(random_runs, margin_level)
     t_control = ch6.pair_stair_times(control_runs, margin_level)

@@ -4,7 +4,7 @@ reasoning task's held-out pair over many seeds (:func:`pure_task`), and the tran
 receivers in three arms (their own embeddings, the donor's embeddings, a random embedding of the donor's norm)
 trained as one batched ensemble.
 
-It records each receiver's loss and pair margin (the chapter's pair-rule probes, ``claims.ch6.pair_rule_probes``)
+It records each receiver's loss and pair margin (the chapter's pair-rule probes, the task's ``pair_rule_probes``)
 on a log-spaced schedule, and each donor's alignment (linear CKA) with the order-0 kernel and Frobenius norm
 when its embeddings were handed over. The models and settings are the chapter's; seeds 0-2 are its donors.
 """
@@ -16,9 +16,8 @@ from dataclasses import replace
 
 import torch
 
-from .. import metrics, models, runtime, tasks, training
+from .. import metrics, models, runtime, signatures, tasks, training
 from .._checks import check_positive_int
-from ..claims import ch6
 from ..results import rounded
 
 __all__ = ["ARMS", "D_EMBED", "D_HIDDEN", "GAMMAS", "frozen_embeddings", "frozen_gd", "pure_task",
@@ -58,11 +57,11 @@ def transplant(*, donor_steps: int = 600, steps: int = 3000, seeds: Sequence[int
             receivers.append(model if given is None else model.load_embeddings(given))
     fresh_norm = [float(m.embedding.detach().norm()) for m in receivers[:len(seeds)]]  # before training
     runs = training.train_ensemble(receivers, task, config, seeds=[20 + s for s in seeds] * len(ARMS),
-                                   probes=ch6.pair_rule_probes(task))
+                                   probes=task.pair_rule_probes())
     settings = dict(donor_steps=donor_steps, steps=steps, seeds=seeds, records_per_decade=records_per_decade,
                     device=device)
     out = {"config": {**settings, "d_embed": D_EMBED, "d_hidden": D_HIDDEN, "strengths": list(task.strengths),
-                      "probes": "ch6.pair_rule_probes(task), n=4096, seed=123", "lr": config.lr,
+                      "probes": "task.pair_rule_probes(), n=4096, seed=123", "lr": config.lr,
                       "batch_size": config.batch_size, "eval_size": config.eval_size,
                       "device_used": str(runtime.resolve_device(device))},
            "levels": task.loss_levels().tolist(), "step": runs[0].steps.tolist(),
@@ -70,7 +69,7 @@ def transplant(*, donor_steps: int = 600, steps: int = 3000, seeds: Sequence[int
            "donor_norm": rounded([float(E.norm()) for E in donor_embeddings]),
            "fresh_norm": rounded(fresh_norm),
            "runs": [{"arm": arm, "seed": s, "loss": rounded(run.loss, 5),
-                     "pair_margin": rounded(ch6.pair_margin(run), 5)}
+                     "pair_margin": rounded(metrics.pair_margin(run), 5)}
                     for (arm, s), run in zip([(a, s) for a in ARMS for s in seeds], runs)],
            "train_seconds": time.time() - start}
     return out
@@ -80,19 +79,17 @@ def frozen_embeddings(task) -> dict[str, torch.Tensor]:
     """The chapter's frozen embeddings Tensor[V, d] for the staircase ``task`` (rows of norm 2 on average):
     ``"structured"`` (spectral embedding of K0 + K1) and ``"control"`` (the spectrum of the structured one on
     the directions of K0 + K2)."""
-    from .. import signatures
-
     norm = 2.0 * task.vocab_size ** 0.5
     structured = signatures.spectral_embedding(task.kernel(0) + task.kernel(1), D_EMBED, norm=norm)
     wrong = signatures.spectral_embedding(task.kernel(0) + task.kernel(2), D_EMBED, norm=norm)
-    return {"structured": structured, "control": ch6.spectrum_matched(wrong, structured)}
+    return {"structured": structured, "control": signatures.spectrum_matched(wrong, structured)}
 
 
 def frozen_gd(*, steps: int = 8000, seeds: Sequence[int] = tuple(range(5)), lr: float = 2.0,
               batch_size: int = 1024, records_per_decade: int = 20, device: str = "auto") -> dict:
     """The chapter's structured and random frozen arms (``gamma = 1`` for W1 and W2) under plain gradient descent
     (SGD, ``lr``, fresh batches of ``batch_size``), one member per arm and seed; each run's loss and pair
-    margin (``claims.ch6.pair_rule_probes``) at log-spaced records."""
+    margin (the task's ``pair_rule_probes``) at log-spaced records."""
     check_positive_int("steps", steps)
     seeds = list(seeds)
     task = tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
@@ -107,14 +104,14 @@ def frozen_gd(*, steps: int = 8000, seeds: Sequence[int] = tuple(range(5)), lr: 
         for arm in arms for s in seeds]
     start = time.time()
     runs = training.train_ensemble(members, task, config, seeds=seeds * len(arms),
-                                   probes=ch6.pair_rule_probes(task))
+                                   probes=task.pair_rule_probes())
     return {"config": {"steps": steps, "seeds": seeds, "lr": lr, "batch_size": batch_size,
                        "records_per_decade": records_per_decade, "device": device, "optimizer": "sgd",
                        "d_embed": D_EMBED, "d_hidden": D_HIDDEN, "gamma": 1.0, "strengths": list(task.strengths),
                        "device_used": str(runtime.resolve_device(device))},
             "step": runs[0].steps.tolist(),
             "runs": [{"arm": arm, "seed": s, "loss": rounded(run.loss, 5),
-                      "pair_margin": rounded(ch6.pair_margin(run), 5)}
+                      "pair_margin": rounded(metrics.pair_margin(run), 5)}
                      for (arm, s), run in zip([(a, s) for a in arms for s in seeds], runs)],
             "train_seconds": time.time() - start}
 

@@ -235,6 +235,29 @@ class StaircaseTask:
         same = (attr[:, None] == attr[None, :]).to(torch.get_default_dtype())
         return math.factorial(order + 1) * self.strengths[order] ** 2 * (same - 1.0 / m)
 
+    def pair_rule_probes(self, n: int = 4096, seed: int = 123) -> dict[str, Batch]:
+        """Probe batches that read the pair rule alone (Chapter 6; needs four labels).
+
+        From ``n`` sampled sequences keep those whose order-0, pair and triple answers are three different
+        labels; ``"pair rule"`` labels them with the pair rule's answer, ``"no rule"`` with the fourth label, which
+        no rule gives. The difference of the two probe losses is the mean log-odds of the pair answer over that
+        label (:func:`staircase_lib.metrics.pair_margin`): zero for any model that cannot see the pair attribute,
+        whatever else it knows."""
+        if self.n_labels != 4:
+            raise ValueError(f"the task must have 4 labels (three rules and one no rule gives), got {self.n_labels}")
+        check_positive_int("n", n)
+        check_nonnegative_int("seed", seed)
+        batch = self.sample(n, torch.Generator().manual_seed(seed))
+        rules = self.rule_labels(batch.tokens)  # LongTensor[n, 3]: order-0, pair, triple answers
+        distinct = (rules[:, 0] != rules[:, 1]) & (rules[:, 1] != rules[:, 2]) & (rules[:, 0] != rules[:, 2])
+        tokens, rules = batch.tokens[distinct], rules[distinct]
+        return {"pair rule": Batch(tokens, rules[:, 1]), "no rule": Batch(tokens, 6 - rules.sum(dim=1))}
+
+    def pair_margin_level(self) -> float:
+        """The pair margin (:meth:`pair_rule_probes`) of the best model that knows orders 0 and 1 only:
+        ``log(1 + C s_1 / (s_2 + noise))``, ``C`` labels, ``s_k`` the rule strengths."""
+        return math.log(1.0 + self.n_labels * self.strengths[1] / (self.strengths[2] + self.noise))
+
     def _check_order(self, order: int) -> None:
         if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < self.n_orders:
             raise ValueError(f"order must be an int in [0, {self.n_orders - 1}], got {order!r}")
