@@ -52,7 +52,9 @@ def _task():
 def _config(steps: int, seed: int = 0, engine: str | None = None):
     from staircase_lib.training import TrainConfig
 
-    extra = {} if engine in (None, "auto") else {"engine": engine}  # the old TrainConfig has no engine field
+    # the new tree: "auto" (the Emb-MLP kernel) unless another engine is asked for; the old TrainConfig has no
+    # engine field (it always took its Emb-MLP loop)
+    extra = {"engine": engine or "auto"} if "engine" in TrainConfig.__dataclass_fields__ else {}
     return TrainConfig(steps=steps, lr=LR, batch_size=BATCH, seed=seed, device="cpu", progress=False, **extra)
 
 

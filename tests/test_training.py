@@ -30,7 +30,10 @@ def small_model(seed=0, **kwargs):
 
 
 def config(**kwargs):
-    options = dict(steps=20, lr=1e-2, batch_size=64, record_every=5, eval_size=256, device="cpu", progress=False)
+    """A small run on ``engine="auto"``: ``train`` then takes the Emb-MLP kernel (the "fast path" of these tests),
+    ``_train_autograd`` the same run on autograd, the default."""
+    options = dict(steps=20, lr=1e-2, batch_size=64, record_every=5, eval_size=256, device="cpu", progress=False,
+                   engine="auto")
     options.update(kwargs)
     return TrainConfig(**options)
 
@@ -420,3 +423,16 @@ def test_a_transformer_with_nan_weights_raises_floating_point_error_not_an_atten
         model.embedding.fill_(float("nan"))  # NaN attention maps too, which the snapshot's checks refuse
     with pytest.raises(FloatingPointError, match=r"nan at step 0 with lr=0\.01"):
         train(model, corpus.sequences(6), cfg)
+
+
+def test_the_default_engine_is_the_readable_autograd_loop(task, monkeypatch):
+    """``TrainConfig`` defaults to autograd: a plain Emb-MLP trains without ever building the kernel."""
+    assert TrainConfig(steps=1).engine == "autograd"
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the default engine built the Emb-MLP kernel")
+
+    monkeypatch.setattr(sl.training, "EmbMLPKernel", refuse)
+    history = train(small_model(), task, TrainConfig(steps=5, batch_size=32, eval_size=64, device="cpu",
+                                                     progress=False))
+    assert len(history.loss) >= 2

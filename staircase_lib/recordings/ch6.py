@@ -43,7 +43,7 @@ def transplant(*, donor_steps: int = 600, steps: int = 3000, seeds: Sequence[int
     task = tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
     norm = 2.0 * task.vocab_size ** 0.5  # the chapter's frozen embeddings: rows of norm 2 on average
     config = training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=records_per_decade,
-                                  eval_size=2048, device=device, progress=False)
+                                  eval_size=2048, device=device, progress=False, engine="auto")
     start = time.time()
     donors = [models.EmbMLP(64, 3, 4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0, seed=s) for s in seeds]
     training.train_ensemble(donors, task, replace(config, steps=donor_steps), seeds=seeds)
@@ -97,7 +97,7 @@ def frozen_gd(*, steps: int = 8000, seeds: Sequence[int] = tuple(range(5)), lr: 
     structured = frozen_embeddings(task)["structured"]
     config = training.TrainConfig(steps=steps, lr=lr, optimizer="sgd", batch_size=batch_size, record="log",
                                   records_per_decade=records_per_decade, eval_size=2048, device=device,
-                                  progress=False)
+                                  progress=False, engine="auto")
     arms = ("structured", "random")
     members = [models.EmbMLP(64, 3, 4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0, seed=s).load_embeddings(
         structured if arm == "structured" else random_embedding(s, task.vocab_size, norm), freeze=True)
@@ -125,7 +125,7 @@ def pure_task(*, steps: int = 1000, seeds: Sequence[int] = tuple(range(10)), gam
     seeds, gammas = list(seeds), [float(g) for g in gammas]
     pure = tasks.AnchorTask(memorized=0.0, seed=0, hold_mirror=True)
     config = training.TrainConfig(steps=steps, lr=1e-3, batch_size=256, record_every=100, eval_size=256,
-                                  device=device, progress=False)
+                                  device=device, progress=False, engine="auto")
     members = [models.EmbMLP(pure.vocab_size, 3, pure.n_labels, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=g,
                              seed=s) for g in gammas for s in seeds]
     start = time.time()

@@ -27,11 +27,11 @@ class TrainConfig:
     the fixed batch on which loss and accuracy are recorded. ``progress=None`` shows a bar only to a
     person. To train with a frozen embedding, freeze it on the model (``model.freeze_embeddings()``, or
     ``model.load_embeddings(E, freeze=True)``): every training path then leaves it bit-identical.
-    ``engine="auto"`` trains an Emb-MLP on its hand-written batched kernel (faster on a CPU, same
-    results up to float rounding) and every other model with autograd; ``"autograd"`` uses autograd
-    for every model; ``"kernel"`` asks for the Emb-MLP kernel (a ``ValueError`` at training time for
-    any other model). The default stays ``"auto"`` for the chapters' time budget: on autograd the Emb-MLP
-    chapters took 1.4-1.7x the kernel's CPU time (Chapter 6 about 1.7x, which puts it near its 60 s).
+    ``engine="autograd"`` (the default) is the loop :func:`staircase_lib.training.train` shows: forward, loss,
+    ``backward()``, a ``torch.optim`` step, for every model. ``"kernel"`` asks for the Emb-MLP's hand-written
+    batched step (same results up to float rounding, about 1.5x faster on a CPU; a ``ValueError`` at training
+    time for any other model), and ``"auto"`` takes it for a plain Emb-MLP and autograd otherwise: the recorders
+    of the long runs use ``"auto"`` for its speed. Every chapter fits its 60 s budget on autograd.
     """
 
     steps: int
@@ -45,7 +45,7 @@ class TrainConfig:
     progress: bool | None = None
     record: str = "linear"
     records_per_decade: int = 20
-    engine: str = "auto"
+    engine: str = "autograd"
 
     def __post_init__(self) -> None:
         check_positive_int("steps", self.steps)
