@@ -85,7 +85,6 @@ def three_models(runs: Mapping[str, Sequence[History]], task: StaircaseTask, cor
     levels = task.loss_levels()
     glue("ch9_gap01", float(levels[0] - levels[1]), "{:.3f}")
     per_seed = later.numbers.get("per-seed ratios", [])
-    glue("ch9_gap", later.numbers.get("ratio", float("nan")), "{:.1f}")
     glue("ch9_ratio_median", later.numbers.get("median ratio", float("nan")), "{:.1f}")
     glue("ch9_ratio_range", f"{min(per_seed):.1f} to {max(per_seed):.1f}" if per_seed else "censored", "{}")
     data = SimpleNamespace(curves=curves, chance=chance, steps=steps, times=times, later=later,
