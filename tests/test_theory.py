@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from staircase_lib import exercises, theory
 from staircase_lib.exercises import ExerciseFailed
 from staircase_lib.models import EmbLinear
+from staircase_lib.theory.linear import singular_target
 
 
 # ----- the closed form and the ODE -------------------------------------------------------------------
@@ -244,7 +245,7 @@ def _random_start_errors(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     mode's rise with the projected effective strengths, and with the unprojected |alpha + beta|^2 / 4."""
     config = theory.LinearNetworkConfig(singular_values=(3.0, 2.0, 1.0), init="random", init_std=1e-3, lr=1e-3,
                                         steps=10_000, record_every=20, seed=seed)
-    _, a, b = theory.singular_target(config.singular_values, config.vocab_size, config.n_labels, seed)
+    _, a, b = singular_target(config.singular_values, config.vocab_size, config.n_labels, seed)
     start = EmbLinear(vocab_size=config.vocab_size, seq_len=1, n_labels=config.n_labels, d_embed=config.d_embed,
                       gamma=config.gamma, seed=seed, pool="sum", bias=False)  # the simulator's own start
     growing = start.embedding.detach().double().T @ a + start.readout.weight.detach().double().T @ b
