@@ -18,6 +18,9 @@ CPU here):
     # the minibatch kick at stair 0 with batches eight times larger than the escape's (~10 min on a CPU)
     python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 8192 --gammas 0.75 --seeds 0 1 --steps 4000 \
         --record-every 50 --out staircase_lib/data/ch4_gd_kick.json
+    # the same with no minibatches at all: the exact population risk's gradient (about 15 minutes a seed on a CPU)
+    python scripts/ch4_sweep.py --population --optimizer sgd --lr 2 --gammas 0.75 --seeds 0 1 --steps 800 \
+        --record-every 50 --device cpu --out staircase_lib/data/ch4_gd_kick_population.json
     # the timing of the pair stair under gradient descent: two init rates, two seeds (~15 min alone on a CPU)
     python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 1024 --gammas 0.75 0.875 --seeds 0 1 \
         --steps 60000 --record-every 250 --out staircase_lib/data/ch4_gd_pair_timing.json
@@ -69,6 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--frames", type=int, default=0,
                    help="also store the first member's embeddings at this many records, evenly spaced in log step")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--population", action="store_true",
+                   help="plain gradient descent on the exact population risk (no minibatches, no gradient noise; "
+                        "sl.recordings.ch4.exact_gradient): needs --optimizer sgd and --record-every")
     p.add_argument("--out", type=Path, default=Path("ch4_init_sweep.json"), help="result file (JSON)")
     args = p.parse_args(argv)
     for name in ("d_embed", "d_hidden", "steps", "batch_size", "eval_size", "records_per_decade"):
@@ -79,13 +85,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.error(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     if not (args.lr > 0 and math.isfinite(args.lr)):
         p.error(f"--lr must be a positive number, got {args.lr}")
+    if args.population and (args.optimizer != "sgd" or not args.record_every or args.activations != ["gelu"]):
+        p.error("--population trains GELU models with --optimizer sgd on a --record-every grid")
     return args
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    settings = {k: v for k, v in vars(args).items() if k != "out"}
-    result = sl.recordings.ch4.sweep(**settings)
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "population")}
+    if args.population:  # the minibatch-free control: only the settings that exist without minibatches
+        exact = ("gammas", "seeds", "strengths", "d_embed", "d_hidden", "steps", "lr", "record_every", "device")
+        result = sl.recordings.ch4.exact_gradient(**{k: settings[k] for k in exact})
+    else:
+        result = sl.recordings.ch4.sweep(**settings)
     result["config"]["out"] = str(args.out)
     sl.results.save(result, args.out)
     return result

@@ -316,6 +316,19 @@ def test_batch_independent_kick_fails_for_noise_and_holds_for_a_kick_from_the_dr
         ch4.batch_independent_kick(steps, kick, 8192, large_steps, noise, 1024)
 
 
+def test_kick_without_minibatches_holds_for_a_flow_kick_and_fails_for_noise():
+    steps = torch.arange(0, 801, 50)
+    kick = [0.2 * (1 - torch.exp(-steps.double() / 300)) * (1 + 0.1 * s) for s in range(2)]
+    flow = [0.9 * k for k in kick]  # the exact gradient gives nearly the same kick
+    assert ch4.kick_without_minibatches(steps, kick, steps, flow, first=250)
+    noise = [0.01 * k for k in kick]  # no gradient noise, (almost) no kick
+    claim = ch4.kick_without_minibatches(steps, kick, steps, noise, first=250)
+    assert not claim and min(claim.numbers["ratio"]) > 50, claim
+    assert not ch4.kick_without_minibatches(steps, kick, steps, [torch.zeros(len(steps))] * 2, first=250)
+    assert not ch4.kick_without_minibatches(steps, kick, steps, flow[:1], first=250), "one exact seed for two"
+    assert not ch4.kick_without_minibatches(steps, kick, steps + 1, flow, first=250), "no shared records"
+
+
 def test_the_recorded_kick_does_not_shrink_with_the_batch():
     escape, kick = sl.results.recorded("ch4_gd_escape"), sl.results.recorded("ch4_gd_kick")
     assert kick.config["seeds"] == escape.config["seeds"] and kick.config["gammas"] == escape.config["gammas"]

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 import torch
 
-from .. import metrics, models, runtime, tasks, training
-from .._checks import check_nonnegative_int
+from .. import metrics, models, runtime, tasks, theory, training
+from .._checks import check_nonnegative_int, check_positive_int
 from ..results import rounded
 
-__all__ = ["sweep"]
+__all__ = ["sweep", "exact_gradient"]
 
 
 def sweep(*, gammas: Sequence[float] = (0.25, 0.5, 0.75, 1.0, 1.25), seeds: Sequence[int] = (0, 1, 2),
@@ -54,16 +54,8 @@ def sweep(*, gammas: Sequence[float] = (0.25, 0.5, 0.75, 1.0, 1.25), seeds: Sequ
            "levels": task.loss_levels().tolist(), "step": runs[0].steps.tolist(), "runs": [],
            "train_seconds": time.time() - start}
     for (activation, gamma, seed), run in zip(labels, runs):
-        curves = [metrics.alignment_curve(run.embeddings, K) for K in kernels]
-        added = run.embeddings - run.embeddings[0]  # a saddle escape is exponential growth of this
-        out["runs"].append({
-            "activation": activation, "gamma": gamma, "seed": seed,
-            "stair_times": metrics.stair_times(run.steps, curves, window=3),
-            "loss": rounded(run.loss, 5),
-            "cka": rounded(curves),
-            "pure_norm": [rounded(metrics.subspace_norm_curve(run.embeddings, K)) for K in kernels],
-            "pure_growth": [rounded(metrics.subspace_norm_curve(added, K), 6) for K in kernels],
-        })
+        out["runs"].append({"activation": activation, "gamma": gamma, "seed": seed,
+                            **_measure(run.steps, run.embeddings, run.loss, kernels)})
         if frames:  # with the frames, every member's final embeddings (the chapter's parity check)
             out["runs"][-1]["final_embeddings"] = rounded(run.embeddings[-1])
     if frames:
@@ -73,3 +65,64 @@ def sweep(*, gammas: Sequence[float] = (0.25, 0.5, 0.75, 1.0, 1.25), seeds: Sequ
         out["frames"] = {"step": [int(runs[0].steps[i]) for i in index],
                          "embeddings": [rounded(runs[0].embeddings[i]) for i in index]}
     return out
+
+
+def _measure(steps: torch.Tensor, embeddings: torch.Tensor, loss: torch.Tensor, kernels: list[torch.Tensor]) -> dict:
+    """What a result keeps of one run (``embeddings`` Tensor[T, V, d] and ``loss`` Tensor[T] at ``steps``): the
+    stair times, the loss, the alignment with each pure kernel, the size of each pure component and of what
+    training added to it."""
+    curves = [metrics.alignment_curve(embeddings, K) for K in kernels]
+    added = embeddings - embeddings[0]  # a saddle escape is exponential growth of this
+    return {"stair_times": metrics.stair_times(steps, curves, window=3), "loss": rounded(loss, 5),
+            "cka": rounded(curves),
+            "pure_norm": [rounded(metrics.subspace_norm_curve(embeddings, K)) for K in kernels],
+            "pure_growth": [rounded(metrics.subspace_norm_curve(added, K), 6) for K in kernels]}
+
+
+def exact_gradient(*, gammas: Sequence[float] = (0.75,), seeds: Sequence[int] = (0, 1),
+                   strengths: Sequence[float] = (0.15, 0.25, 0.55), d_embed: int = 32, d_hidden: int = 256,
+                   steps: int = 800, lr: float = 2.0, record_every: int = 50, chunk: int = 8192,
+                   device: str = "cpu") -> dict:
+    """Plain gradient descent on the exact population risk (every one of the V**L sequences, with its exact label
+    distribution: :func:`staircase_lib.theory.population`), so with no gradient noise at all: the control of the
+    minibatch runs of :func:`sweep` (same model, task and seeds). Records on a linear grid of ``record_every``
+    steps what :func:`sweep` records; the loss is the exact risk. ``chunk`` sequences per forward pass."""
+    check_positive_int("record_every", record_every)
+    check_positive_int("chunk", chunk)
+    task = tasks.StaircaseTask(strengths=tuple(strengths), attribute_size=4, seed=0)
+    kernels = [task.kernel(order=k) for k in range(3)]
+    tokens, targets = theory.population(task)
+    dev = runtime.resolve_device(device)
+    tokens, targets = tokens.to(dev), targets.to(dev)
+    marks = sorted(set(range(0, steps + 1, record_every)) | {steps})
+    start = time.time()
+    out_runs = []
+    for gamma in gammas:
+        for seed in seeds:
+            model = models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=d_embed, d_hidden=d_hidden,
+                                  gamma=gamma, seed=seed).to(dev)
+            optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+            embeddings, losses = [], []
+            for step in range(steps + 1):
+                optimizer.zero_grad(set_to_none=True)
+                risk = 0.0
+                for first in range(0, len(tokens), chunk):  # the gradient of the whole risk, a chunk at a time
+                    part = slice(first, first + chunk)
+                    log_p = torch.log_softmax(model.logits(tokens[part]), dim=-1)
+                    piece = -(targets[part] * log_p).sum() / len(tokens)
+                    piece.backward()
+                    risk += float(piece.detach())
+                if step in marks:
+                    embeddings.append(model.embedding.detach().cpu().clone())
+                    losses.append(risk)
+                if step < steps:
+                    optimizer.step()
+            out_runs.append({"activation": "gelu", "gamma": gamma, "seed": seed,
+                             **_measure(torch.tensor(marks), torch.stack(embeddings), torch.tensor(losses),
+                                        kernels)})
+    settings = dict(gammas=list(gammas), seeds=list(seeds), strengths=list(strengths), d_embed=d_embed,
+                    d_hidden=d_hidden, steps=steps, lr=lr, record_every=record_every, chunk=chunk, device=device)
+    return {"config": {**settings, "optimizer": "sgd", "batch_size": "population", "attribute_size": 4,
+                       "device_used": str(dev)},
+            "levels": task.loss_levels().tolist(), "step": marks, "runs": out_runs,
+            "train_seconds": time.time() - start}

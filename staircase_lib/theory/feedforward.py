@@ -11,8 +11,8 @@ from .._checks import check_finite_float, check_positive_int
 from ..models import ACTIVATION_SLOPE_AT_ZERO, EmbMLP
 from ..signatures import exact_signature_drives
 
-__all__ = ["mlp_embedding_velocity", "autograd_embedding_velocity", "relative_init_scales", "escape_time",
-           "escape_exponent"]
+__all__ = ["mlp_embedding_velocity", "autograd_embedding_velocity", "population", "relative_init_scales",
+           "escape_time", "escape_exponent"]
 
 _CHUNK = 1 << 15  # sequences per forward pass in autograd_embedding_velocity
 
@@ -55,12 +55,8 @@ def autograd_embedding_velocity(model, task, n_samples: int | None = None,
     """
     device = model.embedding.device
     if n_samples is None:
-        n_seq = task.vocab_size**task.seq_len
-        if n_seq > 2**20:
-            raise ValueError(f"exact population risk needs V**L <= 2**20 sequences, got {n_seq}; pass n_samples")
-        tokens = torch.cartesian_prod(*[torch.arange(task.vocab_size)] * task.seq_len).reshape(n_seq, task.seq_len)
-        targets = task.conditional_label_distribution(list(range(task.seq_len))).reshape(n_seq, task.n_labels)
-        weights = torch.full((n_seq,), 1.0 / n_seq)
+        tokens, targets = population(task)
+        weights = torch.full((len(tokens),), 1.0 / len(tokens))
     else:
         check_positive_int("n_samples", n_samples)
         batch = task.sample(n_samples, generator)
@@ -73,6 +69,17 @@ def autograd_embedding_velocity(model, task, n_samples: int | None = None,
         risk = -(weights[part, None].to(device) * targets[part].to(device, log_p.dtype) * log_p).sum()
         grad += torch.autograd.grad(risk, model.embedding)[0]
     return (-grad).detach().cpu()
+
+
+def population(task) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every sequence of ``task``, equally likely, with its exact label distribution: tokens LongTensor[V**L, L]
+    and ``P(y | x)`` Tensor[V**L, C] (``task.conditional_label_distribution``), the data of the exact population
+    risk ``R = -mean_x sum_y P(y | x) log p_model(y | x)``. Needs ``V**L <= 2**20``."""
+    n_seq = task.vocab_size**task.seq_len
+    if n_seq > 2**20:
+        raise ValueError(f"the exact population needs V**L <= 2**20 sequences, got {n_seq}; sample instead")
+    tokens = torch.cartesian_prod(*[torch.arange(task.vocab_size)] * task.seq_len).reshape(n_seq, task.seq_len)
+    return tokens, task.conditional_label_distribution(list(range(task.seq_len))).reshape(n_seq, task.n_labels)
 
 
 # ----- the escape of stair 0 (Chapter 4) ------------------------------------------------------------------------
