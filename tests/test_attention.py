@@ -17,7 +17,7 @@ TOKENS = torch.randint(64, (50, 3), generator=torch.Generator().manual_seed(0))
 @pytest.mark.parametrize("layers,heads,mlp,readout,causal,norm", [
     (1, 1, True, "last", False, False), (2, 2, False, "mean", True, False), (2, 4, True, "last", True, True)])
 def test_shapes_and_attention_rows(layers, heads, mlp, readout, causal, norm):
-    model = AttentionModel(64, 3, 4, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, readout=readout,
+    model = AttentionModel(64, 3, 4, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, readout_mode=readout,
                            causal=causal, layer_norm=norm, gamma=0.5)
     logits, maps = model(TOKENS, return_attention=True)
     assert logits.shape == (50, 4) and maps.shape == (50, layers, heads, 3, 3)
@@ -28,7 +28,7 @@ def test_shapes_and_attention_rows(layers, heads, mlp, readout, causal, norm):
 
 
 def test_causal_readout_ignores_nothing_before_and_later_tokens_do_not_leak():
-    model = AttentionModel(64, 3, 4, d_embed=16, n_layers=2, causal=True, readout="last", gamma=0.5)
+    model = AttentionModel(64, 3, 4, d_embed=16, n_layers=2, causal=True, readout_mode="last", gamma=0.5)
     changed = TOKENS.clone()
     changed[:, -1] = (changed[:, -1] + 1) % 64
     _, before = model(TOKENS, return_attention=True)
@@ -56,7 +56,7 @@ def test_parameters_follow_the_gamma_convention():
     assert model.blocks[0].mlp_in.weight.shape == (128, 32)  # MLP width 4d by default
     no_norm = (model.norm_out, model.blocks[0].norm_attn, model.blocks[0].norm_mlp)
     assert all(isinstance(m, torch.nn.Identity) for m in no_norm), "no LayerNorm by default"
-    assert model.config.d_hidden == 128 and model.config.readout == "last" and not model.config.layer_norm
+    assert model.config.d_hidden == 128 and model.config.readout_mode == "last" and not model.config.layer_norm
 
 
 def test_the_three_attention_kernels_agree():
@@ -138,7 +138,7 @@ def test_mean_pool_term_is_two_small_factors_below_the_direct_term():
 
 @pytest.mark.parametrize("kwargs,error,match", [
     (dict(n_layers=2), ValueError, "one layer"), (dict(layer_norm=True), ValueError, "LayerNorm"),
-    (dict(causal=True, readout="mean"), ValueError, "readout='last'")])
+    (dict(causal=True, readout_mode="mean"), ValueError, "readout_mode='last'")])
 def test_theory_rejects_models_it_does_not_cover(kwargs, error, match):
     with pytest.raises(error, match=match):
         sl.theory.predicted_embedding_velocity(AttentionModel(64, 3, 4, **kwargs), StaircaseTask())

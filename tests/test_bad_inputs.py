@@ -113,7 +113,7 @@ BAD_INPUTS = [
     ("load_embeddings freeze", lambda: EmbMLP(8, 3, 2, d_embed=4).load_embeddings(torch.zeros(8, 4), freeze=1), TypeError, r"freeze must be True or False"),
     ("blocks with sum pool", lambda: EmbMLP(64, 3, 4, pool="sum").first_layer_blocks(), ValueError, r"pool='concat'"),
     ("attention heads do not divide d", lambda: AttentionModel(64, 3, 4, d_embed=10, n_heads=3), ValueError, r"d_embed=10 must be divisible by n_heads=3"),
-    ("attention readout name", lambda: AttentionModel(64, 3, 4, readout="first"), ValueError, r"readout must be one of"),
+    ("attention readout name", lambda: AttentionModel(64, 3, 4, readout_mode="first"), ValueError, r"readout_mode must be one of"),
     ("attention causal string", lambda: AttentionModel(64, 3, 4, causal="yes"), TypeError, r"causal must be True or False"),
     ("attention n_layers zero", lambda: AttentionModel(64, 3, 4, n_layers=0), ValueError, r"n_layers must be an int >= 1"),
     ("attention d_hidden zero", lambda: AttentionModel(64, 3, 4, d_hidden=0), ValueError, r"d_hidden must be an int >= 1"),

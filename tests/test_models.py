@@ -17,7 +17,6 @@ REFERENCE_ACTIVATIONS = {
     "silu": lambda a: a * torch.sigmoid(a),
     "tanh": torch.tanh,
     "identity": lambda a: a,
-    "linear": lambda a: a,
     "quadratic": lambda a: a + 0.5 * a**2,
     "relu": lambda a: torch.clamp(a, min=0),
 }
@@ -196,7 +195,7 @@ def test_feed_forward_models_carry_a_frozen_config_and_rebuild_from_it():
 
 @pytest.mark.parametrize("build", [
     lambda: sl.models.AttentionModel(16, 3, 4, n_heads=2, gamma=0.75, seed=3),
-    lambda: sl.models.AttentionModel(16, 3, 4, mlp=False, readout="mean"),
+    lambda: sl.models.AttentionModel(16, 3, 4, mlp=False, readout_mode="mean"),
     lambda: sl.models.TinyGPT(20, 8, tied=True, layer_norm=True, seed=1),
     lambda: sl.models.EmbMLP(16, 3, 4, d_embed=8, seed=2)])
 def test_every_model_family_rebuilds_from_its_config(build):
@@ -211,10 +210,23 @@ def test_every_model_family_rebuilds_from_its_config(build):
 
 def test_from_config_refuses_a_config_its_class_cannot_build():
     gpt = sl.models.TinyGPT(20, 8).config
-    with pytest.raises(ValueError, match="readout"):
+    with pytest.raises(ValueError, match="readout_mode"):
         sl.models.AttentionModel.from_config(gpt)  # all positions: a language model's readout
     classifier = sl.models.AttentionModel(16, 3, 4).config
     with pytest.raises(ValueError, match="config must describe a TinyGPT"):
         sl.models.TinyGPT.from_config(classifier)  # n_labels != vocab_size, not causal
     with pytest.raises(TypeError, match="TransformerConfig"):
         sl.models.TinyGPT.from_config(sl.models.EmbMLP(16, 3, 4).config)
+
+
+def test_old_names_still_build_the_same_model_with_a_deprecation_warning():
+    # activation "linear" is the old name of "identity"; readout= the old name of readout_mode=
+    with pytest.warns(DeprecationWarning, match="identity"):
+        old = EmbMLP(64, 3, 4, d_embed=6, d_hidden=10, activation="linear", seed=1)
+    assert old.activation == "identity" and old.config == EmbMLP(64, 3, 4, d_embed=6, d_hidden=10,
+                                                                 activation="identity", seed=1).config
+    with pytest.warns(DeprecationWarning, match="readout_mode"):
+        attention = sl.models.AttentionModel(16, 3, 4, readout="mean")
+    assert attention.readout_mode == "mean" and attention.config.readout_mode == "mean"
+    with pytest.raises(TypeError, match="readout_mode only"):
+        sl.models.AttentionModel(16, 3, 4, readout="mean", readout_mode="mean")
