@@ -52,7 +52,7 @@ def test_frozen_speedup_fails_on_cut_off_real_runs():
     gen = torch.Generator().manual_seed(0)
     random = [16.0 * (R := torch.randn(64, 8, generator=gen)) / R.norm() for _ in range(2)]
     runs = _frozen_runs([structured, structured] + random, task, steps=10)
-    t_s, t_r = ch6.crossing_times(runs[:2], level), ch6.crossing_times(runs[2:], level)
+    t_s, t_r = sl.metrics.crossing_times(runs[:2], level), sl.metrics.crossing_times(runs[2:], level)
     assert None in t_r
     assert not ch6.frozen_speedup(t_s, t_r, 10, 10)
 
@@ -84,16 +84,16 @@ def test_frozen_claims_on_new_seeds_and_the_wrong_structure_control():
     of the *loss* (it learns the triple rule) but never the pair margin: read from the loss it would pass."""
     task, structured, control, s_runs, r_runs, c_runs = _frozen_arms([3, 4])
     level = task.pair_margin_level() / 2
-    t_s, t_r, t_c = (ch6.pair_stair_times(runs, level) for runs in (s_runs, r_runs, c_runs))
+    t_s, t_r, t_c = (sl.metrics.pair_stair_times(runs, level) for runs in (s_runs, r_runs, c_runs))
     assert ch6.frozen_speedup(t_s, t_r, 2000, 2000, threshold=10), (t_s, t_r)
     assert not ch6.frozen_speedup(t_c, t_r, 2000, 2000, threshold=10), t_c
     loss_level = float(task.loss_levels()[1] + task.loss_levels()[2]) / 2
-    t_loss_c = ch6.crossing_times(c_runs, loss_level)
-    assert None not in t_loss_c and ch6.frozen_speedup(t_loss_c, ch6.crossing_times(r_runs, loss_level), 2000,
+    t_loss_c = sl.metrics.crossing_times(c_runs, loss_level)
+    assert None not in t_loss_c and ch6.frozen_speedup(t_loss_c, sl.metrics.crossing_times(r_runs, loss_level), 2000,
                                                       2000, threshold=1.0), "the old loss read passes the control"
     sv_s, sv_c = (torch.linalg.svdvals(E).tolist() for E in (structured, control))
     assert ch6.no_pair_without_g1(t_c, t_loss_c, sv_s, sv_c)
-    assert not ch6.no_pair_without_g1(t_s, ch6.crossing_times(s_runs, loss_level), sv_s, sv_s)
+    assert not ch6.no_pair_without_g1(t_s, sl.metrics.crossing_times(s_runs, loss_level), sv_s, sv_s)
     final = [[float(r.loss[-1]) for r in runs] for runs in (s_runs, r_runs)]
     assert ch6.structure_helps_early(t_s, t_r, *final, 2000, 2000)
 
@@ -221,10 +221,10 @@ def _recorded_times():
 
 
 def test_paired_lead_is_exact_and_one_sided():
-    assert ch6.paired_lead([100] * 4, [200] * 4) == 1 / 16  # every seed the same way: only the identity flip
-    assert ch6.paired_lead([200] * 4, [100] * 4) == 1.0
+    assert sl.metrics.paired_lead([100] * 4, [200] * 4) == 1 / 16  # every seed the same way: only the identity flip
+    assert sl.metrics.paired_lead([200] * 4, [100] * 4) == 1.0
     with pytest.raises(ValueError):
-        ch6.paired_lead([100, None], [200, 300])
+        sl.metrics.paired_lead([100, None], [200, 300])
 
 
 def test_no_head_start_fails_on_a_real_head_start_and_on_too_few_seeds():

@@ -269,7 +269,7 @@ def gd_power_law(gammas: Sequence[float], first_times: Sequence[float | None], d
     ordered = all(max(a) < min(b) for a, b in zip(groups, groups[1:]))
     x = [(g - 0.5) * math.log(d_embed) for g, _ in pairs]
     slope, se, _ = fit_line(x, [math.log(t) for _, t in pairs])
-    z = slope / se if se > 0 else (math.inf if slope > 0 else math.nan)
+    z = math.nan if math.isnan(se) else slope / se if se > 0 else (math.inf if slope > 0 else math.nan)
     medians = [math.log(median(g)) for g in groups]
     segments = [(b - a) / ((v - u) * math.log(d_embed))
                 for a, b, u, v in zip(medians, medians[1:], values, values[1:])]

@@ -100,12 +100,12 @@ def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, ste
     structured_runs, random_runs, control_runs = runs[:k], runs[k: 2 * k], runs[2 * k:]
     levels = task.loss_levels()
     margin_level = task.pair_margin_level() / 2
-    t_structured = ch6.pair_stair_times(structured_runs, margin_level)  # None = censored
-    t_random = ch6.pair_stair_times(random_runs, margin_level)
-    t_control = ch6.pair_stair_times(control_runs, margin_level)
+    t_structured = metrics.pair_stair_times(structured_runs, margin_level)  # None = censored
+    t_random = metrics.pair_stair_times(random_runs, margin_level)
+    t_control = metrics.pair_stair_times(control_runs, margin_level)
     speedup = ch6.frozen_speedup(t_structured, t_random, steps, steps, threshold=10)
     pair_level = float(levels[1] + levels[2]) / 2  # halfway down the loss's pair stair
-    t_loss_control = ch6.crossing_times(control_runs, pair_level)
+    t_loss_control = metrics.crossing_times(control_runs, pair_level)
     spectra = {name: torch.linalg.svdvals(E) for name, E in embeddings.items()}
     control = ch6.no_pair_without_g1(t_control, t_loss_control, spectra["structured"].tolist(),
                                      spectra["control"].tolist())
@@ -160,7 +160,7 @@ def transplant(margin_level: float, seeds: Sequence[int] = (0, 1, 2), donor_step
     donors = ch6.donors_reproduce_recorded(donor_cka, recorded.donor_cka[: len(donor_cka)].tolist())
     head = ch6.no_head_start(times["transplant"], times["random, same norm"], n, n)
     norm = ch6.norm_helps(times["random, same norm"], times["fresh"], n, n)
-    p_fresh = ch6.paired_lead(times["transplant"], times["fresh"])
+    p_fresh = metrics.paired_lead(times["transplant"], times["fresh"])
     for name, key in zip(arms, ("fresh", "transplant", "same_norm")):
         glue(f"ch6_med_{key}", metrics.median(times[name]), "{:.0f}")
     glue_bound("ch6_donor_cka", min(donor_cka), "lower")
