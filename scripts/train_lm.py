@@ -103,7 +103,7 @@ class _GrammarCurves:
         self.info = {"corpus": "grammar"}
 
     def __call__(self, embedding: torch.Tensor) -> dict[str, float]:
-        return {k: float(v[0]) for k, v in self.corpus.alignment(embedding[None]).items()}
+        return {k: float(v[0]) for k, v in self.corpus.label_alignment(embedding[None]).items()}
 
 
 class _TextCurves:

@@ -148,7 +148,7 @@ BAD_INPUTS = [
     ("exact_joint offsets", lambda: CORPUS.exact_joint((1, 1)), ValueError, r"offsets must be 1 or 2 distinct ints"),
     ("corpus kernel kind", lambda: CORPUS.signature_kernel("fourgram"), ValueError, r"kind must be one of"),
     ("corpus label kind", lambda: CORPUS.label_kernel("topic"), ValueError, r"kind must be one of"),
-    ("corpus alignment shape", lambda: CORPUS.alignment(torch.ones(3, 5, 2)), ValueError, r"embeddings must have shape \[T, 42, d\]"),
+    ("corpus alignment shape", lambda: CORPUS.label_alignment(torch.ones(3, 5, 2)), ValueError, r"embeddings must have shape \[T, 42, d\]"),
     ("window zero", lambda: CORPUS.windows(0), ValueError, r"window must be an int >= 1"),
     ("seq_len too long", lambda: CORPUS.sequences(10**6), ValueError, r"seq_len=1000000 is too long"),
     ("corpus task corpus", lambda: type(CORPUS.windows(2))("text"), TypeError, r"corpus must be a TinyCorpus"),

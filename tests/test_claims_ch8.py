@@ -29,7 +29,7 @@ def _untrained_curves():
     """Alignment curves of an untrained tiny GPT's embeddings (the same matrix at every record)."""
     model = sl.models.TinyGPT(CORPUS.vocab_size, 16, d_embed=32, gamma=1.0, seed=0)
     snapshots = model.embedding.detach()[None].expand(len(STEPS), -1, -1)
-    return CORPUS.alignment(snapshots)
+    return CORPUS.label_alignment(snapshots)
 
 
 def test_the_synthetic_histories_have_the_chapter_shape():

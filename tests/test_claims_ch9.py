@@ -186,7 +186,7 @@ def test_language_model_order_on_new_seeds():
         runs = sl.training.train_ensemble(
             [sl.models.EmbMLP(42, 6, 42, d_embed=32, d_hidden=256, gamma=gamma, seed=s) for s in seeds],
             corpus.windows(6), config, seeds=seeds)
-        aligned = [corpus.alignment(r.embeddings) for r in runs]
+        aligned = [corpus.label_alignment(r.embeddings) for r in runs]
         times = [sl.metrics.stair_times(runs[0].steps, [a["pos"], a["class"]], window=3, interpolate=True)
                  for a in aligned]
         assert bool(ch9.order0_first(times)) is holds, (gamma, times)

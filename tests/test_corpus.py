@@ -175,3 +175,17 @@ def test_exact_signatures_with_persistence_match_counts_and_the_bigram_stays_cla
 def test_bad_topic_persistence_is_rejected_by_name(bad, error, match):
     with pytest.raises(error, match=match):
         TinyCorpus(n_sentences=10, topic_persistence=bad)
+
+
+def test_kernels_and_label_curves_share_the_text_corpus_arguments():
+    content = CORPUS.content_tokens
+    for kind in ("bigram", "trigram", "tied"):
+        full = CORPUS.signature_kernel(kind)
+        assert torch.equal(CORPUS.signature_kernel(kind, content), full[content][:, content]), kind
+    with pytest.raises(ValueError, match="words"):
+        CORPUS.signature_kernel("bigram", torch.tensor([0, CORPUS.vocab_size]))
+    snapshots = torch.randn(2, CORPUS.vocab_size, 4, generator=torch.Generator().manual_seed(0))
+    curves = CORPUS.label_alignment(snapshots)
+    with pytest.warns(DeprecationWarning, match="label_alignment"):
+        old = CORPUS.alignment(snapshots)
+    assert old.keys() == curves.keys() and all(torch.equal(old[k], curves[k]) for k in curves)
