@@ -490,7 +490,7 @@ def test_the_recorded_gradient_descent_pair_stair_escapes_from_its_seed():
 # ----- new seeds: the claims hold on seeds the book does not use ---------------------------------------------------
 def _train(seeds, steps, gammas=None, **config):
     gammas = gammas or [1.0] * len(seeds)
-    members = [sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=256, gamma=g, seed=s) for g, s in zip(gammas, seeds)]
+    members = [sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, gamma=g, seed=s) for g, s in zip(gammas, seeds)]
     settings = dict(steps=steps, lr=1e-2, batch_size=512, record="log", records_per_decade=25, eval_size=8192,
                     device="cpu", progress=False)
     settings.update(config)

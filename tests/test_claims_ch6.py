@@ -36,7 +36,7 @@ def test_frozen_speedup_fails_with_random_embeddings_in_both_arms():
 
 
 def _frozen_runs(embeddings, task, steps):
-    members = [sl.models.EmbMLP(64, 3, 4, d_embed=8, d_hidden=32, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
+    members = [sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, d_hidden=32, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
                for s, E in enumerate(embeddings)]
     config = sl.training.TrainConfig(steps=steps, lr=1e-2, batch_size=128, record_every=5, eval_size=256,
                                      progress=False)
@@ -68,7 +68,7 @@ def _frozen_arms(seeds, steps=2000):
     randoms = [norm * (R := torch.randn(64, d, generator=torch.Generator().manual_seed(100 + s))) / R.norm()
                for s in seeds]
     embeddings = [structured] * len(seeds) + randoms + [control] * len(seeds)
-    members = [sl.models.EmbMLP(64, 3, 4, d_embed=d, d_hidden=128, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
+    members = [sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=d, d_hidden=128, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
                for s, E in zip(list(seeds) * 3, embeddings)]
     config = sl.training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=20, eval_size=2048,
                                      progress=False)
@@ -187,7 +187,7 @@ def test_composition_generalizes_on_new_seeds_with_both_mirrors_held_out():
     task is the null (it fits its training pairs and misses the unseen ones)."""
     pure = sl.tasks.AnchorTask(memorized=0.0, seed=0, hold_mirror=True)
     seeds, gammas = [10, 11], [1.0, 0.25]
-    members = [sl.models.EmbMLP(pure.vocab_size, 3, pure.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
+    members = [sl.models.EmbMLP(vocab_size=pure.vocab_size, seq_len=3, n_labels=pure.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
                for g in gammas for s in seeds]
     config = sl.training.TrainConfig(steps=1000, lr=1e-3, batch_size=256, record_every=100, eval_size=256,
                                      progress=False)
@@ -204,7 +204,7 @@ def test_live_donors_match_the_recorded_ones_and_an_untrained_or_short_donor_doe
     recorded = sl.results.load("ch6_transplant")["donor_cka"]
     assert ch6.donors_reproduce_recorded([x + 0.01 for x in recorded], recorded)
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
-    untrained = [sl.metrics.cka(sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=128, seed=s).embedding.detach(),
+    untrained = [sl.metrics.cka(sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=128, seed=s).embedding.detach(),
                                 task.kernel(0)) for s in (0, 1, 2)]
     claim = ch6.donors_reproduce_recorded(untrained, recorded)
     assert not claim and claim.numbers["max gap"] > 0.5, claim
@@ -328,7 +328,7 @@ def test_the_anchor_claims_on_new_seeds():
     anchor = sl.tasks.AnchorTask(memorized=0.5, seed=0)
     seeds, gammas = [3, 4], [1.0, 0.25]
     probes = {"reasoning": anchor.dataset("reasoning"), "memorization": anchor.dataset("memorization")}
-    members = [sl.models.EmbMLP(anchor.vocab_size, 3, anchor.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
+    members = [sl.models.EmbMLP(vocab_size=anchor.vocab_size, seq_len=3, n_labels=anchor.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
                for g in gammas for s in seeds]
     config = sl.training.TrainConfig(steps=1000, lr=1e-3, batch_size=256, record_every=20, eval_size=256,
                                      progress=False)

@@ -103,7 +103,7 @@ def test_window_mlp_learns_pos_before_class():
     """The [V] claim of THEORY.md 6.4 at reduced cost: CKA(POS) is high on the first plateau while
     CKA(class) is still low."""
     corpus = TinyCorpus(seed=0)
-    model = sl.models.EmbMLP(42, 6, 42, d_embed=32, d_hidden=256, gamma=1.0)
+    model = sl.models.EmbMLP(vocab_size=42, seq_len=6, n_labels=42, d_embed=32, d_hidden=256, gamma=1.0)
     history = sl.training.train(model, corpus.windows(6), sl.training.TrainConfig(
         steps=200, lr=1e-3, record_every=50, eval_size=512, progress=False))
     emb = history.embeddings[:, corpus.content_tokens]

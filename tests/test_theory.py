@@ -115,7 +115,7 @@ def test_three_factor_early_growth_follows_the_lemma():
 def test_descent_direction_is_autograd_on_emblinear():
     config = theory.LinearNetworkConfig(init="random", init_std=0.3, steps=1)
     target, _, _ = theory.singular_target(config.singular_values, config.vocab_size, config.n_labels, 0)
-    model = EmbLinear(config.vocab_size, 1, config.n_labels, d_embed=config.d_embed, gamma=config.gamma,
+    model = EmbLinear(vocab_size=config.vocab_size, seq_len=1, n_labels=config.n_labels, d_embed=config.d_embed, gamma=config.gamma,
                       seed=0, bias=False).double()
     loss = 0.5 * (target - model(torch.arange(config.vocab_size)[:, None])).pow(2).sum()
     loss.backward()

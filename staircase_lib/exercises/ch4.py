@@ -141,7 +141,8 @@ def check_linear_final_loss(linear_final_loss: Callable) -> bool:
     # predict, then run: a tiny identity-activation model, a few seconds on a CPU
     strengths, size = cases[0]
     task = StaircaseTask(strengths=strengths, attribute_size=size)
-    model = EmbMLP(task.vocab_size, 3, task.n_labels, d_embed=8, d_hidden=16, activation="identity",
+    model = EmbMLP(vocab_size=task.vocab_size, seq_len=3, n_labels=task.n_labels, d_embed=8, d_hidden=16,
+                   activation="identity",
                    gamma=1.0, seed=0)
     run = train(model, task, TrainConfig(steps=400, lr=1e-2, batch_size=256, eval_size=4096, record="log",
                                          records_per_decade=5, progress=False))

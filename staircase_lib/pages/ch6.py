@@ -33,7 +33,8 @@ def _staircase_task() -> tasks.StaircaseTask:
 def frozen_member(seed: int, E: torch.Tensor, gamma: float = 1.0) -> models.EmbMLP:
     """The chapter's Emb-MLP (V = 64, L = 3, C = 4, d = 32, m = 128) with its embedding frozen to ``E``
     Tensor[64, 32]: only W1 and W2 train, from their small initialization (std = fan_in^-gamma)."""
-    model = models.EmbMLP(64, 3, 4, d_embed=recordings.ch6.D_EMBED, d_hidden=recordings.ch6.D_HIDDEN,
+    model = models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=recordings.ch6.D_EMBED,
+                          d_hidden=recordings.ch6.D_HIDDEN,
                           gamma=gamma, seed=seed)
     return model.load_embeddings(E, freeze=True)
 
@@ -144,7 +145,8 @@ def transplant(margin_level: float, seeds: Sequence[int] = (0, 1, 2), donor_step
     start, the norm helps."""
     task = _staircase_task()
     seeds = list(seeds)
-    donor_models = [models.EmbMLP(64, 3, 4, d_embed=recordings.ch6.D_EMBED, d_hidden=recordings.ch6.D_HIDDEN,
+    donor_models = [models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=recordings.ch6.D_EMBED,
+                                  d_hidden=recordings.ch6.D_HIDDEN,
                                   gamma=1.0, seed=s) for s in seeds]
     training.train_ensemble(donor_models, task, training.TrainConfig(steps=donor_steps, lr=1e-2, record="log",
                                                                      records_per_decade=20, eval_size=2048),
@@ -276,7 +278,8 @@ def anchor_run(gamma: float, memorized: float, steps: int, config: training.Trai
     loss and the held-out pair's accuracy (the explorer's run)."""
     t = tasks.AnchorTask(memorized=memorized, seed=0, hold_mirror=True)
     names = [n for n in ("reasoning", "memorization") if len(t.keys(n))]
-    m = models.EmbMLP(t.vocab_size, 3, t.n_labels, d_embed=32, d_hidden=128, gamma=gamma, seed=0)
+    m = models.EmbMLP(vocab_size=t.vocab_size, seq_len=3, n_labels=t.n_labels, d_embed=32, d_hidden=128, gamma=gamma,
+                      seed=0)
     extra = {"held-out pair": t.held_out_batch()} if "reasoning" in names else {}
     return training.train(m, t, replace(config, steps=steps), probes={**{n: t.dataset(n) for n in names}, **extra})
 

@@ -311,7 +311,8 @@ def addition_explorer(book_runs: Mapping[tuple, training.History], config: train
             chosen, probes["held out"] = chosen.split_pairs(0.8, seed=0)
         if (task, gamma, width) in book_runs:
             return chosen, book_runs[task, gamma, width]
-        model = models.EmbMLP(N_NUMBERS, 2, chosen.n_labels, d_embed=32, d_hidden=128, gamma=gamma, seed=0)
+        model = models.EmbMLP(vocab_size=N_NUMBERS, seq_len=2, n_labels=chosen.n_labels, d_embed=32, d_hidden=128,
+                              gamma=gamma, seed=0)
         steps = config.steps if task == "integer" else 500
         own = replace(config, steps=steps, record_every=steps, record="linear")
         return chosen, training.train(model, chosen, own, probes=probes)
