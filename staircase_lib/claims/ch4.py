@@ -20,11 +20,10 @@ from ..metrics import cka, median
 from ..theory.feedforward import escape_exponent
 from .base import Claim, fit_line, reproduces  # fit_line: shared with Chapter 2, kept as ch4.fit_line
 
-__all__ = ["nearest_level", "level_loss_std", "level_tolerance", "dwell_decades", "fit_line",
-           "stair_order", "plateau_level", "loss_follows_levels", "parity_structure",
-           "last_stair_outcomes", "order0_diluted", "saddle_escape", "adam_step_at_unit_eps", "gd_power_law",
-           "no_order0_dwell", "linear_stops_after_stair0", "live_reproduces_recorded", "batch_independent_kick",
-           "PAIR_EXPONENT"]
+__all__ = ["level_loss_std", "dwell_decades", "fit_line", "stair_order", "plateau_level", "loss_follows_levels",
+           "parity_structure", "last_stair_outcomes", "order0_diluted", "saddle_escape", "adam_step_at_unit_eps",
+           "gd_power_law", "no_order0_dwell", "linear_stops_after_stair0", "live_reproduces_recorded",
+           "batch_independent_kick", "PAIR_EXPONENT"]
 
 
 # ----- helpers -----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from torch import nn
 from .._checks import (check_bool, check_choice, check_finite_float, check_nonnegative_int, check_positive_int,
                        check_tokens)
 
-__all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "TokenModel"]
+__all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "TokenModel"]
 
 
 def _quadratic(a: torch.Tensor) -> torch.Tensor:
@@ -47,11 +47,6 @@ def activation_name(activation: str) -> str:
 def init_scale(fan_in: int, gamma: float) -> float:
     """Standard deviation ``fan_in ** -gamma`` of the course's initialization."""
     return float(fan_in) ** (-gamma)
-
-
-def parameter_count(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 class TokenModel(nn.Module):

@@ -20,7 +20,7 @@ from ..training.batched import ADAM_DEFAULTS
 from .base import Experiment, listed as _listed
 
 __all__ = ["Experiment", "STRENGTHS", "staircase", "mean_pooling", "velocity", "bag_of_tokens", "pair_stair",
-           "adam_eps", "saturation_trap", "first_below"]
+           "adam_eps", "saturation_trap"]
 
 
 def first_below(steps: torch.Tensor, entropy: torch.Tensor, level: float = 0.5) -> int | None:

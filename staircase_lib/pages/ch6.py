@@ -19,8 +19,7 @@ from ..claims import ch6, glue, glue_bound
 from .base import Experiment, listed as _listed
 
 __all__ = ["Experiment", "frozen_member", "frozen_gd", "frozen_adam", "transplant", "anchor_signatures",
-           "anchor_mappings", "attribute_part", "held_out_pair", "key_order", "anchor_run", "anchor_explorer",
-           "draw_levels"]
+           "anchor_mappings", "held_out_pair", "key_order", "anchor_explorer", "draw_levels"]
 
 STRENGTHS = (0.15, 0.25, 0.55)
 LEVEL_NAMES = ["level 0 (no rule)", "level 1 (order 0)", "level 2 (orders 0-1)"]

@@ -17,9 +17,8 @@ from .. import metrics, models, plotting, tasks as _tasks, training
 from ..claims import ch7, glue, glue_bound
 from .base import Experiment, listed as _listed
 
-__all__ = ["Experiment", "N_NUMBERS", "kernels", "plot_kernels", "geometry", "plot_geometry",
-           "plot_kernel_vs_cosine", "mode_shares", "timing", "plot_timing", "held_out", "plot_held_out",
-           "addition_explorer"]
+__all__ = ["Experiment", "kernels", "plot_kernels", "geometry", "plot_geometry", "plot_kernel_vs_cosine", "timing",
+           "plot_timing", "held_out", "plot_held_out", "addition_explorer"]
 
 N_NUMBERS = 30
 

@@ -12,19 +12,9 @@ import torch
 from .._checks import check_choice, check_finite_float, check_nonnegative_int, check_positive_int
 from ..metrics import crossing_time
 
-__all__ = [
-    "saxe_trajectory",
-    "saxe_half_time",
-    "mode_trajectory",
-    "mode_time_to_reach",
-    "mode_half_time",
-    "singular_target",
-    "LinearNetworkConfig",
-    "LinearNetworkHistory",
-    "simulate_linear_network",
-    "half_rise_times",
-    "rise_relative_error",
-]
+__all__ = ["saxe_trajectory", "saxe_half_time", "mode_trajectory", "mode_time_to_reach", "mode_half_time",
+           "LinearNetworkConfig", "LinearNetworkHistory", "simulate_linear_network", "half_rise_times",
+           "rise_relative_error"]
 
 Number = Union[float, int, torch.Tensor]
 

@@ -28,7 +28,7 @@ from torch.optim.adam import adam
 from ..models import ACTIVATIONS, EmbMLP
 from .batched import ADAM_DEFAULTS, member_accuracies, member_losses
 
-__all__ = ["EmbMLPKernel", "activation_backward"]
+__all__ = ["EmbMLPKernel"]
 
 # (gradient wrt the output g, pre-activation a, output h, buffer o) -> gradient wrt a, written into o
 _DERIVATIVES = {
