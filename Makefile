@@ -77,16 +77,17 @@ check: $(STAMP)
 	$(PY) -m pytest tests -m "not slow and not book" -n 2 -q
 
 # Chromium installs (apt-get: mostly download and unpack) beside the Python installs and the library tests, which
-# do not need it; its log is printed when it is done, so the tests' output is not interleaved with apt's.
+# do not need it; its log is printed when it is done, so the tests' output is not interleaved with apt's. Each pytest
+# stage ends with its 15 slowest tests: where the time of `make test` goes.
 test:
 	$(MAKE) -j2 chromium test-library
 	$(MAKE) student
 	$(MAKE) -j2 test-student-notebooks test-book-build
-	$(PY) -m pytest tests -m book -rs -n 2 --dist loadgroup
+	$(PY) -m pytest tests -m book -rs -n 2 --dist loadgroup --durations=15
 
 test-library: $(STAMP) $(VENDOR) $(OTTER_STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest tests -m "not book" -n 2 -rs --cov=staircase_lib --cov-report=term --cov-fail-under=90
+	$(PY) -m pytest tests -m "not book" -n 2 -rs --durations=15 --cov=staircase_lib --cov-report=term --cov-fail-under=90
 
 chromium:
 	@mkdir -p _build
