@@ -74,7 +74,7 @@ book: $(STAMP) $(VENDOR)
 # on new seeds; those are marked `slow`, see tests/conftest.py) and no book test. `make test` runs all of them.
 check: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest tests -m "not slow and not book" -n 2 -q
+	$(PY) -m pytest tests -m "not slow and not book" -n 2 --dist loadgroup -q
 
 # Chromium installs (apt-get: mostly download and unpack) beside the Python installs and the library tests, which
 # do not need it; its log is printed when it is done, so the tests' output is not interleaved with apt's. Each pytest
@@ -87,7 +87,7 @@ test:
 
 test-library: $(STAMP) $(VENDOR) $(OTTER_STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest tests -m "not book" -n 2 -rs --durations=15 --cov=staircase_lib --cov-report=term --cov-fail-under=90
+	$(PY) -m pytest tests -m "not book" -n 2 --dist loadgroup -rs --durations=15 --cov=staircase_lib --cov-report=term --cov-fail-under=90
 
 chromium:
 	@mkdir -p _build
