@@ -33,7 +33,7 @@ from .cache import default_directory
 from .metrics import alignment_curve, partial_alignment_curve
 from .tasks.next_token import NextTokenSequences, NextTokenWindows
 
-__all__ = ["TextCorpus", "PARTIAL_CONTROLS"]
+__all__ = ["TextCorpus", "UNK", "PARTIAL_CONTROLS", "python_docs_text", "word_pieces"]
 
 UNK = "<unk>"
 PARTIAL_CONTROLS = {"skipgram2": ("bigram",), "skipgram3": ("bigram", "skipgram2"),

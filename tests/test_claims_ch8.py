@@ -21,6 +21,7 @@ def _sigmoid(at: float, low: float, high: float, width: float = 0.15) -> torch.T
 
 POS = _sigmoid(10, 0.18, 0.74)
 CLASS = torch.minimum(_sigmoid(10, 0.15, 0.0), 0.15 - _sigmoid(450, 0.15, 0.0)) + _sigmoid(450, 0.0, 0.3)
+ENTROPY = _sigmoid(500, 1.0, 0.5)
 FLAT_CLASS = _sigmoid(10, 0.15, 0.0) + _sigmoid(900, 0.0, 0.05)  # no topic persistence: no global rise
 
 
@@ -55,6 +56,48 @@ def test_pos_then_class_fails_without_persistence_untrained_cut_off_or_reversed(
     assert not ch8.pos_then_class(STEPS[cut], POS[cut], CLASS[cut])  # cut off before the class stair
     assert not ch8.pos_then_class(STEPS, _sigmoid(450, 0.18, 0.74), _sigmoid(10, 0.15, 0.45))  # wrong order
     assert not ch8.pos_then_class(STEPS, POS, _sigmoid(20, 0.15, 0.45))  # both at once
+
+
+def test_entropy_drop_fails_when_early_never_or_without_a_class_stair():
+    claim = ch8.entropy_drop_near_class_stair(STEPS, ENTROPY, 10, 450)
+    assert claim, claim
+    assert not ch8.entropy_drop_near_class_stair(STEPS, _sigmoid(10, 1.0, 0.5), 10, 450)  # drops with POS
+    assert not ch8.entropy_drop_near_class_stair(STEPS, torch.ones(len(STEPS)), 10, 450)  # never drops
+    assert not ch8.entropy_drop_near_class_stair(STEPS, ENTROPY, 10, None)  # no class stair (censored)
+    assert not ch8.entropy_drop_near_class_stair(STEPS, _sigmoid(3000, 1.0, 0.5), 10, 450)  # too late
+
+
+def test_bigram_alignment_first_fails_untrained_at_large_init_or_censored():
+    bigram = _sigmoid(10, 0.12, 0.99)
+    claim = ch8.bigram_alignment_first(STEPS, bigram, 450)
+    assert claim, claim
+    assert not ch8.bigram_alignment_first(STEPS, torch.full((len(STEPS),), 0.12), 450)  # untrained
+    assert not ch8.bigram_alignment_first(STEPS, _sigmoid(900, 0.12, 0.4), 450)  # gamma 0.25: creeps up
+    assert not ch8.bigram_alignment_first(STEPS, bigram, None)  # no class stair
+
+
+def test_persistence_lifts_class_fails_when_both_corpora_are_the_same():
+    claim = ch8.persistence_lifts_class(CLASS, FLAT_CLASS)
+    assert claim, claim
+    assert not ch8.persistence_lifts_class(FLAT_CLASS, FLAT_CLASS)  # no persistence in either
+    assert not ch8.persistence_lifts_class(FLAT_CLASS, CLASS)  # the wrong way round
+    untrained = _untrained_curves()["class"]
+    assert not ch8.persistence_lifts_class(untrained, untrained)
+
+
+def test_no_plateau_at_large_init_fails_at_small_init():
+    assert ch8.no_plateau_at_large_init(STEPS, _sigmoid(900, 0.18, 0.4))
+    assert not ch8.no_plateau_at_large_init(STEPS, POS)  # gamma 1: on its plateau
+    assert not ch8.no_plateau_at_large_init(STEPS[STEPS < 50], POS[STEPS < 50])  # cut off: nothing measured
+
+
+def test_pos_transient_fails_on_a_curve_that_keeps_its_height():
+    falling = POS - _sigmoid(450, 0.0, 0.25)
+    claim = ch8.pos_transient(STEPS, falling, 450)
+    assert claim, claim
+    assert not ch8.pos_transient(STEPS, POS, 450)  # keeps its height
+    assert not ch8.pos_transient(STEPS, falling, None)  # no class stair
+    assert not ch8.pos_transient(STEPS, _untrained_curves()["pos"], 450)  # untrained
 
 
 # ----- real text -----------------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from .. import metrics, recordings
 from ..claims import Claim, ch8, glue
 from .base import Experiment
 
-__all__ = ["Experiment", "ORDER0", "plateaus", "live_plateau", "new_seeds", "predictions", "later_kernels",
-           "initialization"]
+__all__ = ["Experiment", "ORDER0", "MIN_RATIO", "curves_of", "plateaus", "live_plateau", "new_seeds",
+           "predictions", "later_kernels", "initialization"]
 
 # the order-0 kernels of the page, lag 1 first
 ORDER0 = ("bigram", "skipgram2", "skipgram3", "bag")
