@@ -117,11 +117,11 @@ class Transformer(TokenModel):
     """Transformer over ``h_i = e_{x_i} + p_i`` (``positions`` Tensor[L, d]) with ``n_layers`` blocks.
 
     ``readout_mode``: ``"last"`` (logits ``W_U u_{L-1} + b`` of the last position: Tensor[N, C]), ``"mean"``
-    (from the mean over positions: Tensor[N, C]) or ``"all"`` (every position: Tensor[N, L, C]).
+    (from the mean over positions: Tensor[N, C]) or ``"all"`` (every position: Tensor[N, L, C]); the layer
+    ``readout`` (``W_U``, ``b``) reads the logits out (``readout=`` as an argument: the old name of ``readout_mode``).
     ``tied=True`` uses the embedding matrix as the unembedding (needs ``n_labels == vocab_size``).
     ``forward(tokens, return_attention=False)``; with ``return_attention=True`` also the attention maps
-    Tensor[N, n_layers, n_heads, L, L] (rows: queries). The layer ``readout`` (``W_U``, ``b``) reads the logits
-    out; ``readout=`` as a constructor argument is the old name of ``readout_mode`` (a DeprecationWarning).
+    Tensor[N, n_layers, n_heads, L, L] (rows: queries).
     """
 
     config_class = TransformerConfig
