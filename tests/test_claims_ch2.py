@@ -12,7 +12,7 @@ import math
 import pytest
 import torch
 
-from staircase_lib import theory
+from staircase_lib import pages, theory
 from staircase_lib.claims import ch2
 
 S = (3.0, 2.0, 1.0)
@@ -108,3 +108,22 @@ def test_power_law_holds_for_three_factors_and_fails_for_two():
     assert ch2.no_power_law(U0, _scaled(2))
     three = ch2.no_power_law(u0, _scaled(3, u0))
     assert not three and math.isclose(three.numbers["slope"], -1 / 3, rel_tol=0.15), three
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_random_start_claims_hold_on_seeds_the_book_does_not_use(seed):
+    """The page's random-start claims and its random timing law, rerun with another model seed."""
+    runs = {std: theory.simulate_linear_network(theory.LinearNetworkConfig(
+        singular_values=S, init="random", init_std=std, lr=1e-3, steps=10_000, record_every=20, seed=seed))
+        for std in (1e-3, 1e-1)}
+    for name, claim in pages.ch2.random_inits(runs).claims.items():
+        assert claim, f"seed {seed}: {name}: {claim}"
+    scales = [16.0**-g for g in (1.25, 1.75, 2.25, 2.75, 3.25)]
+    rows = []
+    for std in scales:
+        horizon = 1.2 * theory.mode_half_time(1.0, std**2, 2).item()
+        run = theory.simulate_linear_network(theory.LinearNetworkConfig(
+            init="random", init_std=std, lr=2e-3, steps=int(horizon / 2e-3), record_every=5, seed=seed))
+        rows.append(theory.half_rise_times(run.times, run.strengths, run.singular_values) * run.singular_values)
+    claim = ch2.timing_law_slope(scales, torch.stack(rows), expected_slope=1.0, label="random: ")
+    assert claim, f"seed {seed}: {claim}"

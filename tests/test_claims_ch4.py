@@ -472,6 +472,36 @@ def test_saddle_escape_holds_on_a_blow_up_and_fails_on_nulls():
     assert not ch4.saddle_escape([ESCAPE_STEPS], [escape_curve()], [0.7], [None])
 
 
+def drifting_exponential(floor="linear", level=0.2, drift=0.2, start=1e-5, rate=1e-3, cap=7.0):
+    """An exponential that leaves a floor which drifts: linearly, as a square root or a square of the step, or
+    only after half the stair time (``"late"``); a little noise on top."""
+    s = ESCAPE_STEPS.double()
+    grown = start * torch.exp(rate * s)
+    grown = cap * grown / (cap + grown)
+    t1 = float(s[int((grown >= grown.max() / 2).nonzero()[0])])
+    shape = {"linear": s / 10_000, "sqrt": (s / 10_000).sqrt(), "square": (s / 10_000) ** 2,
+             "late": (s - t1 / 2).clamp_min(0) / 5000}[floor]
+    noise = 0.01 * torch.randn(len(s), generator=torch.Generator().manual_seed(0))
+    return level + drift * shape + grown + noise, t1
+
+
+@pytest.mark.parametrize("floor", ["linear", "sqrt", "square", "late"])
+@pytest.mark.parametrize("rate", [3e-4, 6e-4, 1e-3, 2e-3])
+@pytest.mark.parametrize("drift", [0.0, 0.1, 0.4])
+def test_saddle_escape_fails_for_an_exponential_leaving_a_drifting_floor(floor, rate, drift):
+    for start in (1e-3, 1e-5):
+        curve, t1 = drifting_exponential(floor, drift=drift, start=start, rate=rate)
+        claim = ch4.saddle_escape([ESCAPE_STEPS], [curve], [0.7], [t1])
+        assert not claim, f"an exponential on a {floor} floor passed as a blow-up: {claim}"
+
+
+def test_saddle_escape_holds_for_a_blow_up_on_a_drifting_floor():
+    s = ESCAPE_STEPS.double()
+    for drift in (0.0, 1e-5, 2e-5):
+        claim = ch4.saddle_escape([ESCAPE_STEPS], [escape_curve(noise=0.05) + drift * s], [0.7], [19_500])
+        assert claim, f"a blow-up on a floor drifting {drift} per step failed: {claim}"
+
+
 def test_the_recorded_gradient_descent_pair_stair_escapes_from_its_seed():
     gd = sl.results.load("ch4_gd_escape")
     assert gd["config"]["record_every"] == 250, "a linear grid: the rise lasts a few thousand steps"

@@ -122,3 +122,29 @@ def test_the_velocity_explorer_draws_and_caches(task):
     show(0.5, "tanh")
     show(0.5, "tanh")
     assert calls == [(0.5, "tanh")] and (0.5, "tanh") in computed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_live_claims_hold_on_model_seeds_the_book_does_not_use(task, seed):
+    """The page's live experiments (the velocity at four scales, flat signatures, the Adam run) with another model
+    seed: every claim holds."""
+    def model(gamma):
+        return sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, gamma=gamma,
+                                seed=seed)
+    computed = {}
+    for gamma in (1.0, 0.75, 0.5, 0.25):
+        m = model(gamma)
+        computed[(gamma, "gelu")] = (sl.theory.predicted_embedding_velocity(m, task),
+                                     sl.theory.autograd_embedding_velocity(m, task))
+    flat_task = sl.tasks.StaircaseTask(strengths=(0.0, 0.25, 0.55), attribute_size=4)
+    trained = model(1.0)
+    flat_speed = sl.theory.autograd_embedding_velocity(trained, flat_task).norm().item()
+    config = sl.training.TrainConfig(steps=800, lr=1e-2, batch_size=512, record="log", records_per_decade=20,
+                                     seed=seed, device="cpu", progress=False)
+    history = sl.training.train(trained, task, config)
+    claims = {**ch3.velocity(computed).claims,
+              **ch3.flat_signatures(flat_speed, computed[(1.0, "gelu")][1].norm().item()).claims,
+              **ch3.adam_stage(history, task).claims}
+    failed = {name: claim for name, claim in claims.items() if not claim}
+    assert not failed, f"seed {seed}: {failed}"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from staircase_lib import exercises, theory
 from staircase_lib.exercises import ExerciseFailed
 from staircase_lib.models import EmbLinear
+from staircase_lib.theory.linear import singular_target
 
 
 # ----- the closed form and the ODE -------------------------------------------------------------------
@@ -220,3 +221,41 @@ def test_exercise_checks_reject_wrong_answers():
         exercises.check_extrapolated_plateau(lambda: 2.0 * float(theory.mode_half_time(2.0, 1e-9, 2)))
     with pytest.raises(ExerciseFailed, match="too low"):  # added 10 instead of multiplying by 10
         exercises.check_extrapolated_plateau(lambda: 110.0)
+
+
+def test_effective_strengths_keep_the_part_orthogonal_to_stronger_modes():
+    growing = torch.tensor([[2.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 4.0]], dtype=torch.float64)
+    # the strongest mode keeps all of its vector; the next loses its part along the first; the third is orthogonal
+    got = theory.effective_strengths(growing, (3.0, 2.0, 1.0))
+    assert torch.allclose(got, torch.tensor([1.0, 0.25, 4.0], dtype=torch.float64)), got
+    # the order is by strength, not by column: make the second column the strongest
+    got = theory.effective_strengths(growing, (2.0, 3.0, 1.0))
+    assert torch.allclose(got, torch.tensor([0.5, 0.5, 4.0], dtype=torch.float64)), got
+    parallel = torch.tensor([[1.0, 3.0], [1.0, 3.0]], dtype=torch.float64)
+    assert theory.effective_strengths(parallel, (2.0, 1.0))[1].abs() < 1e-12, "a parallel weaker mode keeps nothing"
+    with pytest.raises(ValueError, match="growing"):
+        theory.effective_strengths(torch.zeros(4, 2), (3.0, 2.0, 1.0))
+
+
+def _random_start_errors(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chapter 2's small random start (std 1e-3) with model seed ``seed``: the closed form's largest error on each
+    mode's rise with the projected effective strengths, and with the unprojected |alpha + beta|^2 / 4."""
+    config = theory.LinearNetworkConfig(singular_values=(3.0, 2.0, 1.0), init="random", init_std=1e-3, lr=1e-3,
+                                        steps=10_000, record_every=20, seed=seed)
+    _, a, b = singular_target(config.singular_values, config.vocab_size, config.n_labels, seed)
+    start = EmbLinear(vocab_size=config.vocab_size, seq_len=1, n_labels=config.n_labels, d_embed=config.d_embed,
+                      gamma=config.gamma, seed=seed, pool="sum", bias=False)  # the simulator's own start
+    growing = start.embedding.detach().double().T @ a + start.readout.weight.detach().double().T @ b
+    history = theory.simulate_linear_network(config)
+    errors = []
+    for u0 in (history.u0_effective, 0.25 * growing.pow(2).sum(0)):
+        predicted = theory.saxe_trajectory(history.singular_values, u0, history.times[:, None])
+        errors.append(theory.rise_relative_error(history.strengths, predicted, history.singular_values))
+    return errors[0], errors[1]
+
+
+def test_random_starts_follow_the_closed_form_on_every_seed_only_with_the_projection():
+    projected, plain = zip(*(_random_start_errors(seed) for seed in range(10)))
+    assert all(float(e.max()) < 0.05 for e in projected), [round(float(e.max()), 3) for e in projected]
+    missed = sum(float(e.max()) >= 0.05 for e in plain)
+    assert missed >= 5, f"without the projection the closed form should miss most random starts, missed {missed}"

@@ -22,7 +22,7 @@ def _random_factors(gen, n_pos=3, vocab_size=6, n_labels=4, d_hidden=5, d_embed=
 
 
 @_exercise("ex-3.1", "The embedding velocity, all tokens at once", function="predicted_velocity", difficulty=2,
-           minutes=25)
+           minutes=30)
 def check_predicted_velocity(predicted_velocity: Callable) -> None:
     """Check ``predicted_velocity(drives [L, V, C], readout [C, m], blocks [L, m, d], slope) -> Tensor[V, d]``."""
     gen = torch.Generator().manual_seed(31)

@@ -159,7 +159,7 @@ def bridge(gd_time: torch.Tensor, measured_modes: torch.Tensor, saxe_modes: torc
              for i in (1, 2)]
     heuristic = torch.log(vc * s_nu / u_start) / (2 * s_nu)
     h = claim.numbers
-    glue("ch3_bridge_err", 100 * h["worst_rel_error"], "{:.0f}")
+    glue_bound("ch3_bridge_err", 100 * h["worst_rel_error"], "upper", 0)
     glue("ch3_bridge_measured", ", ".join(f"{t:.0f}" for t in h["measured"]), "{}")
     glue("ch3_bridge_predicted", ", ".join(f"{t:.0f}" for t in h["predicted"]), "{}")
     glue("ch3_bridge_heuristic", ", ".join(f"{float(t):.0f}" for t in heuristic), "{}")

@@ -12,9 +12,19 @@ import torch
 from .._checks import check_choice, check_finite_float, check_nonnegative_int, check_positive_int
 from ..metrics import crossing_time
 
-__all__ = ["saxe_trajectory", "saxe_half_time", "mode_trajectory", "mode_time_to_reach", "mode_half_time",
-           "LinearNetworkConfig", "LinearNetworkHistory", "simulate_linear_network", "half_rise_times",
-           "rise_relative_error"]
+__all__ = [
+    "saxe_trajectory",
+    "saxe_half_time",
+    "mode_trajectory",
+    "mode_time_to_reach",
+    "mode_half_time",
+    "LinearNetworkConfig",
+    "LinearNetworkHistory",
+    "simulate_linear_network",
+    "half_rise_times",
+    "rise_relative_error",
+    "effective_strengths",
+]
 
 Number = Union[float, int, torch.Tensor]
 
@@ -269,8 +279,8 @@ class LinearNetworkHistory:
     ``steps`` LongTensor[T]; ``times`` Tensor[T] (= lr * step); ``strengths`` Tensor[T, K] with
     u_k = a_k^T P b_k; ``loss`` Tensor[T]; ``singular_values`` Tensor[K]; ``u0_effective`` Tensor[K]: the
     initial strength the closed form should use (``u0`` when aligned; for a random two-factor init
-    |E^T a_k + U^T b_k|^2 / 4, the part that grows; NaN for a random three-factor init); ``target`` the
-    matrix S [V, C]; ``model`` the trained course model holding the factors.
+    :func:`effective_strengths` of the growing parts E^T a_k + U^T b_k; NaN for a random three-factor init);
+    ``target`` the matrix S [V, C]; ``model`` the trained course model holding the factors.
     """
 
     steps: torch.Tensor
@@ -282,6 +292,28 @@ class LinearNetworkHistory:
     target: torch.Tensor
     config: LinearNetworkConfig
     model: torch.nn.Module
+
+
+def effective_strengths(growing: torch.Tensor, singular_values: Sequence[float]) -> torch.Tensor:
+    """The effective initial strength of every mode of a random two-factor start: Tensor[K].
+
+    ``growing`` Tensor[d, K] holds each mode's growing part ``alpha_k(0) + beta_k(0)`` (``E^T a_k + U^T b_k``).
+    Mode k starts at ``|alpha_k + beta_k|^2 / 4``, but the modes share the d dimensions and a stronger mode rises
+    first and claims its own direction, so mode k keeps only the part of its vector orthogonal to the vectors of
+    every stronger mode: ``u_k = |P_perp (alpha_k + beta_k)|^2 / 4`` (the strongest mode keeps all of it)."""
+    growing = torch.as_tensor(growing, dtype=torch.float64)
+    strengths = torch.as_tensor(singular_values, dtype=torch.float64)
+    if growing.dim() != 2 or growing.shape[1] != len(strengths):
+        raise ValueError(f"growing must have shape [d, K={len(strengths)}], got {tuple(growing.shape)}")
+    order = torch.argsort(strengths, descending=True, stable=True)  # the strongest mode first
+    out = torch.empty(len(strengths), dtype=torch.float64)
+    for rank, k in enumerate(order.tolist()):
+        part = growing[:, k]
+        if rank:  # remove the directions of the stronger modes
+            basis = torch.linalg.qr(growing[:, order[:rank]]).Q  # [d, rank]
+            part = part - basis @ (basis.T @ part)
+        out[k] = 0.25 * part.pow(2).sum()
+    return out
 
 
 def _build_model(config: LinearNetworkConfig) -> tuple[torch.nn.Module, list[torch.Tensor]]:
@@ -343,7 +375,7 @@ def simulate_linear_network(config: LinearNetworkConfig) -> LinearNetworkHistory
             factors[1].copy_(c * r @ r.T)
         u0_eff = torch.full((k,), config.u0, dtype=torch.float64)
     elif config.n_factors == 2:
-        u0_eff = 0.25 * ((factors[0].T @ a) + (factors[1] @ b)).pow(2).sum(0)
+        u0_eff = effective_strengths((factors[0].T @ a) + (factors[1] @ b), config.singular_values)
     else:
         u0_eff = torch.full((k,), float("nan"), dtype=torch.float64)
 
