@@ -35,7 +35,7 @@ NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
 # The kernels' network guard first on PYTHONPATH, from the one place that builds the offline environment.
 OFFLINE_PYTHONPATH := $(PY) -c 'from staircase_lib.offline import offline_pythonpath; print(offline_pythonpath())'
 
-.PHONY: install vendor book book-student check test test-student-notebooks test-book-build bench student autograder clean distclean
+.PHONY: install vendor book book-student check test test-library chromium test-student-notebooks test-book-build bench student autograder clean distclean
 
 install: $(STAMP)
 
@@ -74,15 +74,26 @@ book: $(STAMP) $(VENDOR)
 # on new seeds; those are marked `slow`, see tests/conftest.py) and no book test. `make test` runs all of them.
 check: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest tests -m "not slow and not book" -n 2 -q
+	$(PY) -m pytest tests -m "not slow and not book" -n 2 --dist loadgroup -q
 
-test: $(STAMP) $(VENDOR) $(OTTER_STAMP)
-	tools/install_chromium.sh
-	$(VENV)/bin/ruff check .
-	$(PY) -m pytest tests -m "not book" -n 2 -rs --cov=staircase_lib --cov-report=term --cov-fail-under=90
+# Chromium installs (apt-get: mostly download and unpack) beside the Python installs and the library tests, which
+# do not need it; its log is printed when it is done, so the tests' output is not interleaved with apt's. Each pytest
+# stage ends with its 15 slowest tests: where the time of `make test` goes.
+test:
+	$(MAKE) -j2 chromium test-library
 	$(MAKE) student
 	$(MAKE) -j2 test-student-notebooks test-book-build
-	$(PY) -m pytest tests -m book -rs -n 2 --dist loadgroup
+	$(PY) -m pytest tests -m book -rs -n 2 --dist loadgroup --durations=15
+
+test-library: $(STAMP) $(VENDOR) $(OTTER_STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest tests -m "not book" -n 2 --dist loadgroup -rs --durations=15 --cov=staircase_lib --cov-report=term --cov-fail-under=90
+
+chromium:
+	@mkdir -p _build
+	@tools/install_chromium.sh > _build/install_chromium.log 2>&1 || { cat _build/install_chromium.log; exit 1; }
+	@grep -E "^install_chromium|Chromium [0-9]" _build/install_chromium.log || true
+	@grep -A6 WARNING _build/install_chromium.log >&2 || true
 
 # The two runs of every chapter, side by side on the two cores (each kernel on one thread, so neither spins
 # on the other's core): the student notebooks under nbval (time budget per chapter), and the full chapters

@@ -28,7 +28,8 @@ TASK_STRENGTHS = (0.15, 0.45, 0.35)
 
 
 def mlp(gamma=1.0, seed=0, activation="gelu"):
-    return sl.models.EmbMLP(64, 3, 4, d_embed=16, d_hidden=128, activation=activation, gamma=gamma,
+    return sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, d_hidden=128, activation=activation,
+                            gamma=gamma,
                             seed=seed)
 
 

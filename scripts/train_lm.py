@@ -103,7 +103,7 @@ class _GrammarCurves:
         self.info = {"corpus": "grammar"}
 
     def __call__(self, embedding: torch.Tensor) -> dict[str, float]:
-        return {k: float(v[0]) for k, v in self.corpus.alignment(embedding[None]).items()}
+        return {k: float(v[0]) for k, v in self.corpus.label_alignment(embedding[None]).items()}
 
 
 class _TextCurves:
@@ -128,11 +128,13 @@ def build(args: argparse.Namespace, corpus) -> tuple[nn.Module, object]:
     """The model and its next-token task."""
     V = corpus.vocab_size
     if args.model == "gpt":
-        model = TinyGPT(V, args.seq_len, d_embed=args.d_embed, n_layers=args.layers, n_heads=args.heads,
+        model = TinyGPT(vocab_size=V, seq_len=args.seq_len, d_embed=args.d_embed, n_layers=args.layers,
+                        n_heads=args.heads,
                         d_hidden=args.d_hidden, layer_norm=args.layer_norm, tied=args.tied, gamma=args.gamma,
                         seed=args.seed)
         return model, corpus.sequences(args.seq_len)
-    model = EmbMLP(V, args.seq_len, V, d_embed=args.d_embed, d_hidden=args.d_hidden or 256, gamma=args.gamma,
+    model = EmbMLP(vocab_size=V, seq_len=args.seq_len, n_labels=V, d_embed=args.d_embed, d_hidden=args.d_hidden or 256,
+                   gamma=args.gamma,
                    seed=args.seed)
     return model, corpus.windows(args.seq_len)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 import torch
@@ -16,6 +17,7 @@ __all__ = [
     "check_nonnegative_int",
     "check_bool",
     "check_generator",
+    "renamed_argument",
 ]
 
 
@@ -111,3 +113,14 @@ def check_generator(name: str, value: Any) -> torch.Generator | None:
     if value is not None and not isinstance(value, torch.Generator):
         raise TypeError(f"{name} must be a torch.Generator or None, got {type(value).__name__}")
     return value
+
+
+def renamed_argument(old: str, old_value: Any, new: str, new_value: Any, default: Any) -> Any:
+    """The value of argument ``new`` for a caller that may still pass it under its old name ``old``
+    (``old_value`` not None): that value, with a DeprecationWarning; both names at once is a TypeError."""
+    if old_value is None:
+        return new_value
+    if new_value != default:
+        raise TypeError(f"pass {new} only: {old} is its old name, got {old}={old_value!r} and {new}={new_value!r}")
+    warnings.warn(f"{old}= is deprecated, pass {new}={old_value!r}", DeprecationWarning, stacklevel=3)
+    return old_value

@@ -15,12 +15,13 @@ class of the sentence before it with probability ``rho`` (a topic that lasts a d
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
-from ._checks import check_choice, check_finite_float, check_positive_int, check_nonnegative_int
+from ._checks import check_choice, check_finite_float, check_positive_int, check_nonnegative_int, check_tokens
 from .metrics import alignment_curve
 from .tasks import conditional_table, count_table
 from .tasks.next_token import NextTokenSequences, NextTokenWindows
@@ -177,8 +178,16 @@ class TinyCorpus:
         return (labels[:, None] == labels[None, :]).to(torch.get_default_dtype())
 
     def alignment(self, embeddings: torch.Tensor) -> dict[str, torch.Tensor]:
-        """CKA of each snapshot's content-word embeddings (Tensor[T, V, d]) with the POS and class kernels,
-        and with the class kernel inside each noun slot (``class_subject``, ...): dict of Tensor[T].
+        """The old name of :meth:`label_alignment` (a DeprecationWarning): ``TextCorpus.alignment`` is another
+        measurement (the signature kernels), so the grammar's label curves have their own name."""
+        warnings.warn("TinyCorpus.alignment is deprecated, call TinyCorpus.label_alignment", DeprecationWarning,
+                      stacklevel=2)
+        return self.label_alignment(embeddings)
+
+    def label_alignment(self, embeddings: torch.Tensor) -> dict[str, torch.Tensor]:
+        """CKA of each snapshot's content-word embeddings (Tensor[T, V, d]) with the POS and class kernels
+        (:meth:`label_kernel`), and with the class kernel inside each noun slot (``class_subject``, ...): dict
+        of Tensor[T].
 
         The within-slot curves see class structure that is small next to the POS structure (the global
         class kernel then stays low although each slot's nouns are split by class)."""
@@ -327,8 +336,9 @@ class TinyCorpus:
         delta = trigram - self.skipgram(2)[:, None, :] - self.bigram()[None, :, :] + self.unigram()
         return torch.where(pair > 0, delta, torch.zeros(()))
 
-    def signature_kernel(self, kind: str) -> torch.Tensor:
-        """Token kernel of one next-token signature over all V words: Tensor[V, V].
+    def signature_kernel(self, kind: str, words: torch.Tensor | None = None) -> torch.Tensor:
+        """Token kernel of one exact next-token signature over ``words`` (LongTensor[n], default all V words):
+        Tensor[n, n] (the arguments of ``TextCorpus.signature_kernel``, which counts its kernels).
 
         ``kind``: ``"bigram"``, ``"skipgram2"``, ``"skipgram3"`` (``<psi_v - q, psi_v' - q>`` of the lag-k
         signature), ``"trigram"`` (eq. 1.10 of :meth:`trigram_residual`, contexts weighted by ``q``) or
@@ -336,6 +346,10 @@ class TinyCorpus:
         the tied-embedding drive of eq. 4.5 makes grow).
         """
         check_choice("kind", kind, ["bigram", "skipgram2", "skipgram3", "trigram", "tied"])
+        if words is not None:
+            chosen = check_tokens("words", words[None] if isinstance(words, torch.Tensor) else words,
+                                  self.vocab_size)[0]
+            return self.signature_kernel(kind)[chosen][:, chosen]
         q = self.unigram()
         if kind == "trigram":
             delta = self.trigram_residual()

@@ -2,8 +2,9 @@
 of a run (CKA: Chapter 1; its chance level: Appendix A)."""
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 
@@ -12,7 +13,8 @@ from ._checks import check_bool, check_finite_float, check_positive_int, check_s
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "partial_alignment_curve",
            "projection_curve", "smooth", "stair_time", "stair_times", "attention_entropy", "crossing_time",
            "half_fall_time", "cosine", "rank_correlation", "principal_components", "neighbour_agreement",
-           "chance_approximation", "angular_coverage", "median", "fit_line", "pair_margin"]
+           "chance_approximation", "angular_coverage", "median", "fit_line", "paired_lead", "pair_margin",
+           "crossing_times", "pair_stair_times"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -369,20 +371,57 @@ def median(values) -> float:
 
 
 def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
-    """Least-squares line ``y = intercept + slope x``: (slope, its standard error, intercept); NaNs when fewer
-    than 3 points or all ``x`` equal (no standard error). The one line fit of the course: claims and theory."""
+    """Least-squares line ``y = intercept + slope x``: (slope, its standard error, intercept). Two points give
+    the line through them with a NaN standard error (nothing is left to estimate it); fewer points, or all
+    ``x`` equal, give NaNs. The one line fit of the course: claims, pages and theory."""
     x, y = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
-    if len(x) < 3 or float(x.var()) == 0:
+    if x.shape != y.shape or x.dim() != 1:
+        raise ValueError(f"x and y must be 1-D sequences of equal length, got {len(x)} and {len(y)} values")
+    if len(x) < 2 or float(x.var()) == 0:
         return float("nan"), float("nan"), float("nan")
     xc = x - x.mean()
     slope = float((xc * (y - y.mean())).sum() / (xc**2).sum())
     intercept = float(y.mean() - slope * x.mean())
+    if len(x) == 2:
+        return slope, float("nan"), intercept
     residual = y - intercept - slope * x
     se = float((residual.pow(2).sum() / (len(x) - 2) / (xc**2).sum()).sqrt())
     return slope, se, intercept
+
+
+def paired_lead(t_a: Sequence[Optional[float]], t_b: Sequence[Optional[float]], lead: float = 1.0) -> float:
+    """Exact one-sided sign-flip p-value that arm ``a`` reaches its stair more than ``lead`` times sooner than
+    arm ``b``, seed by seed (the pairs share their seeds): the statistic is the mean of
+    ``log(t_b / t_a) - log(lead)`` over the seeds, compared with every flip of its signs. Small p: the data show a
+    lead larger than ``lead``. Censored pairs (``None``) are not allowed (``ValueError``), nor more than 16 seeds
+    (the test enumerates 2^n flips)."""
+    if len(t_a) != len(t_b) or not t_a:
+        raise ValueError(f"t_a and t_b must be non-empty and paired (one time per seed each), got {len(t_a)} "
+                         f"and {len(t_b)}")
+    if None in t_a or None in t_b or min(t_a) <= 0 or min(t_b) <= 0:
+        raise ValueError("paired_lead needs positive, uncensored times")
+    x = [math.log(b / a) - math.log(lead) for a, b in zip(t_a, t_b)]
+    observed = sum(x) / len(x)
+    if len(x) > 16:
+        raise ValueError(f"the exact sign-flip test enumerates 2^n flips: at most 16 seeds, got {len(x)}")
+    hits = sum(sum(s * abs(v) for s, v in zip(signs, x)) / len(x) >= observed - 1e-12
+               for signs in itertools.product((1, -1), repeat=len(x)))
+    return hits / 2 ** len(x)
 
 
 def pair_margin(run) -> torch.Tensor:
     """Mean log-odds of the pair answer over the no-rule label at each record, Tensor[T], from a run (a
     :class:`staircase_lib.training.History`) trained with the task's ``pair_rule_probes()`` as probes."""
     return run.probes["no rule"]["loss"] - run.probes["pair rule"]["loss"]
+
+
+def crossing_times(runs, level: float, below: bool = True) -> list[Optional[int]]:
+    """First step at which each run's loss is at or below ``level`` (``None``: censored, never crossed)."""
+    return [crossing_time(run.steps, run.loss, float(level), below=below) for run in runs]
+
+
+def pair_stair_times(runs, level: float) -> list[Optional[int]]:
+    """First step at which each run's pair margin (:func:`pair_margin`) reaches ``level`` (``None``: censored).
+    The pair stair read from what the model predicts, not from its loss: a model that learns the triple rule and
+    not the pair rule lowers its loss past the pair level but never raises this margin."""
+    return [crossing_time(run.steps, pair_margin(run), float(level), below=False) for run in runs]

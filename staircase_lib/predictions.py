@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["prediction_divergence", "closest_reference"]
+__all__ = ["prediction_divergence"]
 
 
 def prediction_divergence(log_probs: torch.Tensor, references: torch.Tensor) -> torch.Tensor:
@@ -32,10 +32,3 @@ def prediction_divergence(log_probs: torch.Tensor, references: torch.Tensor) -> 
     return (own - cross).flatten(1, -2).sum(-1).mean(-1)
 
 
-def closest_reference(divergence: torch.Tensor) -> torch.Tensor:
-    """Which reference the model is closest to at each record: LongTensor[T] from ``divergence`` Tensor[T, R]
-    (``prediction_divergence`` at every record)."""
-    if not isinstance(divergence, torch.Tensor) or divergence.dim() != 2 or divergence.shape[1] < 2:
-        raise ValueError(f"divergence must have shape [T, R] with R >= 2, got "
-                         f"{tuple(getattr(divergence, 'shape', ()))}")
-    return divergence.argmin(1)

@@ -38,7 +38,7 @@ from numbers import Real
 
 from ._checks import check_bool
 
-__all__ = ["Expected", "RubricItem", "Project", "PROJECTS", "REPORTED", "report", "checklist", "check_numbers"]
+__all__ = ["Project", "RubricItem", "Expected", "PROJECTS", "REPORTED", "report", "checklist", "check_numbers"]
 
 
 @dataclass(frozen=True)

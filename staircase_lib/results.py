@@ -21,7 +21,7 @@ import torch
 
 from ._checks import check_nonnegative_int
 
-__all__ = ["RecordedResult", "RecordedRun", "available", "load", "recorded", "rounded", "save"]
+__all__ = ["RecordedResult", "available", "load", "recorded", "rounded", "save"]
 
 
 def available() -> list[str]:

@@ -15,8 +15,7 @@ import torch
 
 from ._checks import check_nonnegative_int
 
-__all__ = ["resolve_device", "seed_everything", "is_headless", "in_colab", "usable_cpus", "capped_threads",
-           "training_threads", "full_runs"]
+__all__ = ["resolve_device", "seed_everything", "is_headless", "capped_threads", "training_threads", "full_runs"]
 
 _DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
 

@@ -17,7 +17,7 @@ TOKENS = torch.randint(64, (50, 3), generator=torch.Generator().manual_seed(0))
 @pytest.mark.parametrize("layers,heads,mlp,readout,causal,norm", [
     (1, 1, True, "last", False, False), (2, 2, False, "mean", True, False), (2, 4, True, "last", True, True)])
 def test_shapes_and_attention_rows(layers, heads, mlp, readout, causal, norm):
-    model = AttentionModel(64, 3, 4, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, readout=readout,
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, readout_mode=readout,
                            causal=causal, layer_norm=norm, gamma=0.5)
     logits, maps = model(TOKENS, return_attention=True)
     assert logits.shape == (50, 4) and maps.shape == (50, layers, heads, 3, 3)
@@ -28,7 +28,7 @@ def test_shapes_and_attention_rows(layers, heads, mlp, readout, causal, norm):
 
 
 def test_causal_readout_ignores_nothing_before_and_later_tokens_do_not_leak():
-    model = AttentionModel(64, 3, 4, d_embed=16, n_layers=2, causal=True, readout="last", gamma=0.5)
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, n_layers=2, causal=True, readout_mode="last", gamma=0.5)
     changed = TOKENS.clone()
     changed[:, -1] = (changed[:, -1] + 1) % 64
     _, before = model(TOKENS, return_attention=True)
@@ -41,7 +41,7 @@ def test_attention_is_uniform_at_small_init_and_the_deviation_shrinks_like_eps4(
     deviations = []
     gammas = (0.75, 1.0, 1.25)
     for gamma in gammas:
-        model = AttentionModel(64, 3, 4, d_embed=32, gamma=gamma, seed=1)
+        model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, gamma=gamma, seed=1)
         deviations.append(sl.theory.attention_deviation(model, TOKENS))
     assert deviations[1] < 1e-3, f"max |A - 1/3| = {deviations[1]:.2e} at gamma 1"
     log_eps = [(0.5 - g) * math.log(32) for g in gammas]
@@ -50,13 +50,13 @@ def test_attention_is_uniform_at_small_init_and_the_deviation_shrinks_like_eps4(
 
 
 def test_parameters_follow_the_gamma_convention():
-    model = AttentionModel(64, 3, 4, d_embed=32, gamma=1.0)
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, gamma=1.0)
     std = model.blocks[0].query.weight.std().item()
     assert 0.8 / 32 < std < 1.2 / 32
     assert model.blocks[0].mlp_in.weight.shape == (128, 32)  # MLP width 4d by default
     no_norm = (model.norm_out, model.blocks[0].norm_attn, model.blocks[0].norm_mlp)
     assert all(isinstance(m, torch.nn.Identity) for m in no_norm), "no LayerNorm by default"
-    assert model.config.d_hidden == 128 and model.config.readout == "last" and not model.config.layer_norm
+    assert model.config.d_hidden == 128 and model.config.readout_mode == "last" and not model.config.layer_norm
 
 
 def test_the_three_attention_kernels_agree():
@@ -76,7 +76,7 @@ def test_the_three_attention_kernels_agree():
 
 def test_training_records_attention_and_entropy():
     task = StaircaseTask(reverse=True)
-    model = AttentionModel(64, 3, 4, d_embed=8, gamma=1.0)
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, gamma=1.0)
     history = sl.training.train(model, task, sl.training.TrainConfig(steps=20, record_every=10, eval_size=64,
                                                                      progress=False))
     assert history.extras["attention"].shape == (3, 1, 1, 3, 3)
@@ -87,8 +87,8 @@ def test_training_records_attention_and_entropy():
 def test_stacked_ensemble_matches_single_runs():
     task = StaircaseTask(reverse=True)
     config = sl.training.TrainConfig(steps=30, record_every=10, eval_size=128, batch_size=64, progress=False)
-    models = [AttentionModel(64, 3, 4, d_embed=8, gamma=0.75, seed=s) for s in (0, 1)]
-    singles = [sl.training.train(AttentionModel(64, 3, 4, d_embed=8, gamma=0.75, seed=s), task,
+    models = [AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, gamma=0.75, seed=s) for s in (0, 1)]
+    singles = [sl.training.train(AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, gamma=0.75, seed=s), task,
                                  replace(config, seed=s)) for s in (0, 1)]
     stacked = sl.training.train_ensemble(models, task, config, seeds=[0, 1])
     for one, many in zip(singles, stacked):
@@ -99,7 +99,7 @@ def test_stacked_ensemble_matches_single_runs():
 
 
 def test_stacked_ensemble_keeps_frozen_parameters():
-    models = [AttentionModel(64, 3, 4, d_embed=8, seed=s) for s in (0, 1)]
+    models = [AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, seed=s) for s in (0, 1)]
     for m in models:
         m.embedding.requires_grad_(False)
     before = [m.embedding.clone() for m in models]
@@ -111,7 +111,7 @@ def test_stacked_ensemble_keeps_frozen_parameters():
 @pytest.mark.parametrize("gamma,expected", [(1.0, 0.99), (0.75, 0.95)])
 def test_predicted_velocity_matches_autograd_at_small_init(gamma, expected):
     task = StaircaseTask(strengths=(0.15, 0.45, 0.35), attribute_size=2, reverse=True)
-    model = AttentionModel(8, 3, 2, d_embed=32, gamma=gamma, seed=0)
+    model = AttentionModel(vocab_size=8, seq_len=3, n_labels=2, d_embed=32, gamma=gamma, seed=0)
     measured = sl.theory.autograd_embedding_velocity(model, task)
     predicted = sl.theory.predicted_embedding_velocity(model, task)
     cosine = torch.nn.functional.cosine_similarity(measured.flatten(), predicted.flatten(), dim=0)
@@ -121,7 +121,7 @@ def test_predicted_velocity_matches_autograd_at_small_init(gamma, expected):
 def test_velocity_theory_fails_at_large_init():
     """Documented failure: at gamma = 0.25 attention is far from uniform and the prediction is poor."""
     task = StaircaseTask(strengths=(0.15, 0.45, 0.35), attribute_size=2, reverse=True)
-    model = AttentionModel(8, 3, 2, d_embed=32, gamma=0.25, seed=0)
+    model = AttentionModel(vocab_size=8, seq_len=3, n_labels=2, d_embed=32, gamma=0.25, seed=0)
     cosine = torch.nn.functional.cosine_similarity(
         sl.theory.autograd_embedding_velocity(model, task).flatten(),
         sl.theory.predicted_embedding_velocity(model, task).flatten(), dim=0)
@@ -130,7 +130,7 @@ def test_velocity_theory_fails_at_large_init():
 
 def test_mean_pool_term_is_two_small_factors_below_the_direct_term():
     task = StaircaseTask(reverse=True)
-    model = AttentionModel(64, 3, 4, d_embed=32, gamma=1.0)
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, gamma=1.0)
     direct = sl.theory.predicted_embedding_velocity(model, task, terms=("direct",))
     pooled = sl.theory.predicted_embedding_velocity(model, task, terms="mean_pool")
     assert pooled.norm() < 0.05 * direct.norm()
@@ -138,10 +138,10 @@ def test_mean_pool_term_is_two_small_factors_below_the_direct_term():
 
 @pytest.mark.parametrize("kwargs,error,match", [
     (dict(n_layers=2), ValueError, "one layer"), (dict(layer_norm=True), ValueError, "LayerNorm"),
-    (dict(causal=True, readout="mean"), ValueError, "readout='last'")])
+    (dict(causal=True, readout_mode="mean"), ValueError, "readout_mode='last'")])
 def test_theory_rejects_models_it_does_not_cover(kwargs, error, match):
     with pytest.raises(error, match=match):
-        sl.theory.predicted_embedding_velocity(AttentionModel(64, 3, 4, **kwargs), StaircaseTask())
+        sl.theory.predicted_embedding_velocity(AttentionModel(vocab_size=64, seq_len=3, n_labels=4, **kwargs), StaircaseTask())
 
 
 def test_attention_entropy_on_known_distributions():

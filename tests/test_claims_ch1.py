@@ -128,7 +128,7 @@ def test_first_stair_holds_on_a_rising_order0_curve_and_fails_on_flat_or_wrong_o
 
 
 def test_first_stair_fails_on_an_untrained_model():
-    model = sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=64, gamma=1.0, seed=0)
+    model = sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=64, gamma=1.0, seed=0)
     snapshots = model.embedding.detach()[None].repeat(8, 1, 1)  # an untrained run: E(t) = E(0)
     curves = [sl.metrics.alignment_curve(snapshots, K) for K in KERNELS]
     claim = ch1.first_stair(curves, chance=sl.metrics.cka_chance(KERNELS[0], d_embed=32))
@@ -138,7 +138,7 @@ def test_first_stair_fails_on_an_untrained_model():
 def _first_stair_run(seed: int, strengths=(0.15, 0.25, 0.55)) -> sl.claims.Claim:
     """Chapter 1's first-stair run (Emb-MLP, gamma 1, Adam 1e-2, 300 steps) with model and data seed ``seed``."""
     task = sl.tasks.StaircaseTask(strengths=strengths, attribute_size=4, seed=seed)
-    model = sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=256, activation="gelu", gamma=1.0, seed=seed)
+    model = sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, activation="gelu", gamma=1.0, seed=seed)
     config = sl.training.TrainConfig(steps=300, lr=1e-2, record="log", records_per_decade=20, eval_size=512,
                                      seed=seed, progress=False)
     run = sl.training.train(model, task, config)

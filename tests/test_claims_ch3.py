@@ -15,7 +15,7 @@ def small_task():
 
 
 def _velocities(task, gamma, seed=0):
-    model = sl.models.EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d_embed=8, d_hidden=32,
+    model = sl.models.EmbMLP(vocab_size=task.vocab_size, seq_len=task.seq_len, n_labels=task.n_labels, d_embed=8, d_hidden=32,
                              gamma=gamma, seed=seed)
     return sl.theory.predicted_embedding_velocity(model, task), sl.theory.autograd_embedding_velocity(model, task)
 
@@ -34,7 +34,7 @@ def test_large_init_failure_claim_fails_at_small_init(small_task):
 
 
 def test_flat_signature_claim_fails_when_both_tasks_have_the_order0_rule(small_task):
-    model = sl.models.EmbMLP(small_task.vocab_size, 3, small_task.n_labels, d_embed=8, d_hidden=32, gamma=1.25)
+    model = sl.models.EmbMLP(vocab_size=small_task.vocab_size, seq_len=3, n_labels=small_task.n_labels, d_embed=8, d_hidden=32, gamma=1.25)
     flat = sl.tasks.StaircaseTask(strengths=(0.0, 0.3, 0.3), attribute_size=2)
     speed = sl.theory.autograd_embedding_velocity(model, small_task).norm().item()
     flat_speed = sl.theory.autograd_embedding_velocity(model, flat).norm().item()
@@ -61,11 +61,11 @@ def test_plateau_alignment_fails_untrained_and_on_a_task_without_order0():
     chance = sl.metrics.cka_chance(task.kernel(order=0), d_embed=16)
     aligned = _order0_embeddings(task)[None]
     assert ch3.plateau_aligns_with_order0(_curves(task, aligned), chance, 0)
-    untrained = sl.models.EmbMLP(64, 3, 4, d_embed=16, gamma=1.0).embedding.detach()[None]
+    untrained = sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, gamma=1.0).embedding.detach()[None]
     claim = ch3.plateau_aligns_with_order0(_curves(task, untrained), chance, 0)  # negative control
     assert not claim, claim
     flat = sl.tasks.StaircaseTask(strengths=(0.0, 0.25, 0.55), attribute_size=4)
-    history = sl.training.train(sl.models.EmbMLP(64, 3, 4, d_embed=16, d_hidden=64, gamma=1.0), flat,
+    history = sl.training.train(sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, d_hidden=64, gamma=1.0), flat,
                                 sl.training.TrainConfig(steps=150, lr=1e-2, batch_size=256, record_every=30,
                                                         eval_size=256, progress=False))
     claim = ch3.plateau_aligns_with_order0(_curves(task, history.embeddings), chance)  # no order-0 rule
@@ -104,7 +104,7 @@ def _saxe_run(strength, steps=120, lr=5.0, n=4096, gamma=1.0):
     """The chapter's Emb-Linear bridge, small: full-batch GD on one sample; returns the claim's inputs."""
     task = sl.tasks.StaircaseTask(strengths=(strength, 0.25, 0.55), attribute_size=4)
     sample = task.sample(n, torch.Generator().manual_seed(0))
-    lin = sl.models.EmbLinear(64, 3, 4, d_embed=16, gamma=gamma, seed=0, pool="concat")
+    lin = sl.models.EmbLinear(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, gamma=gamma, seed=0, pool="concat")
     drive = sl.signatures.signature_drive(sample.tokens, sample.labels, 64, 4, position=0,
                                           reference=torch.full((4,), 0.25)).double()  # the sample's own drive
     xi, s, zeta = torch.linalg.svd(drive, full_matrices=False)

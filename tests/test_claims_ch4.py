@@ -56,6 +56,11 @@ def test_level_loss_std_matches_a_sampled_order0_model():
 def test_fit_line_recovers_a_slope_and_dwell_counts_decades():
     slope, se, intercept = ch4.fit_line([0, 1, 2, 3], [1.0, 3.0, 5.0, 7.0])
     assert slope == pytest.approx(2.0) and se == pytest.approx(0.0, abs=1e-9) and intercept == pytest.approx(1.0)
+    slope, se, intercept = ch4.fit_line([1, 3], [2.0, 6.0])  # two points: the line through them, no error
+    assert slope == pytest.approx(2.0) and math.isnan(se) and intercept == pytest.approx(0.0)
+    assert all(math.isnan(v) for v in ch4.fit_line([1.0], [2.0]) + ch4.fit_line([1, 1, 1], [1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="equal length"):
+        ch4.fit_line([1, 2, 3], [1.0, 2.0])
     steps = torch.tensor([1, 10, 100, 1000])
     assert ch4.dwell_decades(steps, torch.tensor([LEVELS[0], LEVELS[1], LEVELS[1], LEVELS[2]]), LEVELS, 1) == \
         pytest.approx(1.0)
@@ -528,7 +533,7 @@ def test_the_recorded_gradient_descent_pair_stair_escapes_from_its_seed():
 # ----- new seeds: the claims hold on seeds the book does not use ---------------------------------------------------
 def _train(seeds, steps, gammas=None, **config):
     gammas = gammas or [1.0] * len(seeds)
-    members = [sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=256, gamma=g, seed=s) for g, s in zip(gammas, seeds)]
+    members = [sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, gamma=g, seed=s) for g, s in zip(gammas, seeds)]
     settings = dict(steps=steps, lr=1e-2, batch_size=512, record="log", records_per_decade=25, eval_size=8192,
                     device="cpu", progress=False)
     settings.update(config)

@@ -17,7 +17,7 @@ T = torch.tensor
 
 def _deviations(gammas, seeds=(0, 1)):
     probe = torch.randint(8, (256, 3), generator=torch.Generator().manual_seed(0))
-    return [sum(sl.theory.attention_deviation(sl.models.AttentionModel(8, 3, 2, d_embed=32, gamma=g,
+    return [sum(sl.theory.attention_deviation(sl.models.AttentionModel(vocab_size=8, seq_len=3, n_labels=2, d_embed=32, gamma=g,
                                                                        seed=10 * i + s), probe)
                 for s in seeds) / len(seeds) for i, g in enumerate(gammas)]
 
@@ -40,7 +40,7 @@ def test_direct_velocity_claim_needs_agreement_and_breakdown():
 def _velocities(gamma=1.0):
     task = sl.tasks.StaircaseTask(strengths=(0.3, 0.3, 0.3), attribute_size=2)  # V = 8: 512 sequences
     null = sl.tasks.StaircaseTask(strengths=(0.0, 0.0, 0.0), attribute_size=2)
-    model = sl.models.AttentionModel(8, 3, 2, d_embed=16, gamma=gamma, seed=3)
+    model = sl.models.AttentionModel(vocab_size=8, seq_len=3, n_labels=2, d_embed=16, gamma=gamma, seed=3)
     return (sl.theory.autograd_embedding_velocity(model, task), sl.theory.autograd_embedding_velocity(model, null),
             sl.theory.attention_embedding_velocity(model, task, terms=("mean_pool",)),
             sl.theory.attention_embedding_velocity(model, task, terms=("direct",)))
@@ -216,7 +216,7 @@ def test_label_free_dip_holds_on_new_seeds_and_fails_without_a_dip():
                                      eval_size=1024, device="cpu")
     seeds = [6, 7]
     def curves(t):
-        models = [sl.models.AttentionModel(64, 3, 4, d_embed=32, gamma=1.0, seed=s) for s in seeds]
+        models = [sl.models.AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, gamma=1.0, seed=s) for s in seeds]
         runs = sl.training.train_ensemble(models, t, config, seeds=seeds)
         return runs[0].steps, [sl.metrics.alignment_curve(r.embeddings, pooled) for r in runs]
     steps, on_task = curves(task)

@@ -36,7 +36,7 @@ def test_frozen_speedup_fails_with_random_embeddings_in_both_arms():
 
 
 def _frozen_runs(embeddings, task, steps):
-    members = [sl.models.EmbMLP(64, 3, 4, d_embed=8, d_hidden=32, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
+    members = [sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, d_hidden=32, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
                for s, E in enumerate(embeddings)]
     config = sl.training.TrainConfig(steps=steps, lr=1e-2, batch_size=128, record_every=5, eval_size=256,
                                      progress=False)
@@ -52,7 +52,7 @@ def test_frozen_speedup_fails_on_cut_off_real_runs():
     gen = torch.Generator().manual_seed(0)
     random = [16.0 * (R := torch.randn(64, 8, generator=gen)) / R.norm() for _ in range(2)]
     runs = _frozen_runs([structured, structured] + random, task, steps=10)
-    t_s, t_r = ch6.crossing_times(runs[:2], level), ch6.crossing_times(runs[2:], level)
+    t_s, t_r = sl.metrics.crossing_times(runs[:2], level), sl.metrics.crossing_times(runs[2:], level)
     assert None in t_r
     assert not ch6.frozen_speedup(t_s, t_r, 10, 10)
 
@@ -68,7 +68,7 @@ def _frozen_arms(seeds, steps=2000):
     randoms = [norm * (R := torch.randn(64, d, generator=torch.Generator().manual_seed(100 + s))) / R.norm()
                for s in seeds]
     embeddings = [structured] * len(seeds) + randoms + [control] * len(seeds)
-    members = [sl.models.EmbMLP(64, 3, 4, d_embed=d, d_hidden=128, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
+    members = [sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=d, d_hidden=128, gamma=1.0, seed=s).load_embeddings(E, freeze=True)
                for s, E in zip(list(seeds) * 3, embeddings)]
     config = sl.training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=20, eval_size=2048,
                                      progress=False)
@@ -84,16 +84,16 @@ def test_frozen_claims_on_new_seeds_and_the_wrong_structure_control():
     of the *loss* (it learns the triple rule) but never the pair margin: read from the loss it would pass."""
     task, structured, control, s_runs, r_runs, c_runs = _frozen_arms([3, 4])
     level = task.pair_margin_level() / 2
-    t_s, t_r, t_c = (ch6.pair_stair_times(runs, level) for runs in (s_runs, r_runs, c_runs))
+    t_s, t_r, t_c = (sl.metrics.pair_stair_times(runs, level) for runs in (s_runs, r_runs, c_runs))
     assert ch6.frozen_speedup(t_s, t_r, 2000, 2000, threshold=10), (t_s, t_r)
     assert not ch6.frozen_speedup(t_c, t_r, 2000, 2000, threshold=10), t_c
     loss_level = float(task.loss_levels()[1] + task.loss_levels()[2]) / 2
-    t_loss_c = ch6.crossing_times(c_runs, loss_level)
-    assert None not in t_loss_c and ch6.frozen_speedup(t_loss_c, ch6.crossing_times(r_runs, loss_level), 2000,
+    t_loss_c = sl.metrics.crossing_times(c_runs, loss_level)
+    assert None not in t_loss_c and ch6.frozen_speedup(t_loss_c, sl.metrics.crossing_times(r_runs, loss_level), 2000,
                                                       2000, threshold=1.0), "the old loss read passes the control"
     sv_s, sv_c = (torch.linalg.svdvals(E).tolist() for E in (structured, control))
     assert ch6.no_pair_without_g1(t_c, t_loss_c, sv_s, sv_c)
-    assert not ch6.no_pair_without_g1(t_s, ch6.crossing_times(s_runs, loss_level), sv_s, sv_s)
+    assert not ch6.no_pair_without_g1(t_s, sl.metrics.crossing_times(s_runs, loss_level), sv_s, sv_s)
     final = [[float(r.loss[-1]) for r in runs] for runs in (s_runs, r_runs)]
     assert ch6.structure_helps_early(t_s, t_r, *final, 2000, 2000)
 
@@ -187,7 +187,7 @@ def test_composition_generalizes_on_new_seeds_with_both_mirrors_held_out():
     task is the null (it fits its training pairs and misses the unseen ones)."""
     pure = sl.tasks.AnchorTask(memorized=0.0, seed=0, hold_mirror=True)
     seeds, gammas = [10, 11], [1.0, 0.25]
-    members = [sl.models.EmbMLP(pure.vocab_size, 3, pure.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
+    members = [sl.models.EmbMLP(vocab_size=pure.vocab_size, seq_len=3, n_labels=pure.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
                for g in gammas for s in seeds]
     config = sl.training.TrainConfig(steps=1000, lr=1e-3, batch_size=256, record_every=100, eval_size=256,
                                      progress=False)
@@ -204,7 +204,7 @@ def test_live_donors_match_the_recorded_ones_and_an_untrained_or_short_donor_doe
     recorded = sl.results.load("ch6_transplant")["donor_cka"]
     assert ch6.donors_reproduce_recorded([x + 0.01 for x in recorded], recorded)
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
-    untrained = [sl.metrics.cka(sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=128, seed=s).embedding.detach(),
+    untrained = [sl.metrics.cka(sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=128, seed=s).embedding.detach(),
                                 task.kernel(0)) for s in (0, 1, 2)]
     claim = ch6.donors_reproduce_recorded(untrained, recorded)
     assert not claim and claim.numbers["max gap"] > 0.5, claim
@@ -218,13 +218,6 @@ def _recorded_times():
     return {arm: [sl.metrics.crossing_time(steps, torch.tensor(r["pair_margin"]), level, below=False,
                                            interpolate=True) for r in recorded["runs"] if r["arm"] == arm]
             for arm in ("fresh", "transplant", "random, same norm")}, int(steps[-1])
-
-
-def test_paired_lead_is_exact_and_one_sided():
-    assert ch6.paired_lead([100] * 4, [200] * 4) == 1 / 16  # every seed the same way: only the identity flip
-    assert ch6.paired_lead([200] * 4, [100] * 4) == 1.0
-    with pytest.raises(ValueError):
-        ch6.paired_lead([100, None], [200, 300])
 
 
 def test_no_head_start_fails_on_a_real_head_start_and_on_too_few_seeds():
@@ -328,7 +321,7 @@ def test_the_anchor_claims_on_new_seeds():
     anchor = sl.tasks.AnchorTask(memorized=0.5, seed=0)
     seeds, gammas = [3, 4], [1.0, 0.25]
     probes = {"reasoning": anchor.dataset("reasoning"), "memorization": anchor.dataset("memorization")}
-    members = [sl.models.EmbMLP(anchor.vocab_size, 3, anchor.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
+    members = [sl.models.EmbMLP(vocab_size=anchor.vocab_size, seq_len=3, n_labels=anchor.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
                for g in gammas for s in seeds]
     config = sl.training.TrainConfig(steps=1000, lr=1e-3, batch_size=256, record_every=20, eval_size=256,
                                      progress=False)

@@ -86,14 +86,14 @@ def fresh_runs():
     seen, held_out = integer.split_pairs(0.8, seed=3)
     config = sl.training.TrainConfig(steps=1000, lr=1e-3, batch_size=512, record="log", records_per_decade=12,
                                      eval_size=1024, device="cpu", progress=False)
-    members = [sl.models.EmbMLP(N, 2, integer.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
+    members = [sl.models.EmbMLP(vocab_size=N, seq_len=2, n_labels=integer.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
                for g in (1.0, 0.25) for s in NEW_SEEDS]
     for s in NEW_SEEDS:  # small network, embedding matrix alone drawn at gamma 0.25
-        members.append(sl.models.EmbMLP(N, 2, integer.n_labels, d_embed=32, d_hidden=128, gamma=1.0, seed=s))
+        members.append(sl.models.EmbMLP(vocab_size=N, seq_len=2, n_labels=integer.n_labels, d_embed=32, d_hidden=128, gamma=1.0, seed=s))
         with torch.no_grad():
             members[-1].embedding.copy_(members[NEW_SEEDS.index(s) + 2].embedding)
     runs = sl.training.train_ensemble(members, seen, config, seeds=NEW_SEEDS * 3, probes={"held out": held_out})
-    ring_members = [sl.models.EmbMLP(N, 2, N, d_embed=32, d_hidden=128, gamma=1.0, seed=s) for s in NEW_SEEDS]
+    ring_members = [sl.models.EmbMLP(vocab_size=N, seq_len=2, n_labels=N, d_embed=32, d_hidden=128, gamma=1.0, seed=s) for s in NEW_SEEDS]
     ring_runs = sl.training.train_ensemble(ring_members, modular, replace(config, steps=500), seeds=NEW_SEEDS)
 
     def measure(run, kernel):
@@ -161,7 +161,7 @@ def test_new_seeds_keep_initial_geometry_only_at_large_init(fresh_runs):
     assert ch7.keeps_initial_geometry(large, small), (large, small)
     assert not ch7.keeps_initial_geometry(small, large)  # the null: the groups swapped
     # an untrained model keeps its geometry at any scale, so it fails the small-init half
-    model = sl.models.EmbMLP(N, 2, 59, d_embed=32, d_hidden=64, gamma=1.0, seed=0)
+    model = sl.models.EmbMLP(vocab_size=N, seq_len=2, n_labels=59, d_embed=32, d_hidden=64, gamma=1.0, seed=0)
     still = ch7.initial_geometry(torch.stack([model.embedding.detach()] * 2))
     assert still > 0.999
     assert not ch7.keeps_initial_geometry(large, [still])

@@ -27,9 +27,9 @@ FLAT_CLASS = _sigmoid(10, 0.15, 0.0) + _sigmoid(900, 0.0, 0.05)  # no topic pers
 
 def _untrained_curves():
     """Alignment curves of an untrained tiny GPT's embeddings (the same matrix at every record)."""
-    model = sl.models.TinyGPT(CORPUS.vocab_size, 16, d_embed=32, gamma=1.0, seed=0)
+    model = sl.models.TinyGPT(vocab_size=CORPUS.vocab_size, seq_len=16, d_embed=32, gamma=1.0, seed=0)
     snapshots = model.embedding.detach()[None].expand(len(STEPS), -1, -1)
-    return CORPUS.alignment(snapshots)
+    return CORPUS.label_alignment(snapshots)
 
 
 def test_the_synthetic_histories_have_the_chapter_shape():
@@ -176,7 +176,7 @@ def _shuffled_text_run():
     corpus = sl.corpus.TextCorpus.from_python_docs().shuffled(seed=0)
     words = corpus.frequent_words(150)
     kernels = corpus.kernels(words, 16)
-    model = sl.models.TinyGPT(corpus.vocab_size, 16, d_embed=64, n_heads=2, gamma=1.0, seed=7)
+    model = sl.models.TinyGPT(vocab_size=corpus.vocab_size, seq_len=16, d_embed=64, n_heads=2, gamma=1.0, seed=7)
     config = sl.training.TrainConfig(steps=500, lr=3e-3, batch_size=32, record="log", eval_size=256,
                                      device="cpu", progress=False)
     run = sl.training.train(model, corpus.sequences(16), config)

@@ -72,7 +72,7 @@ def _emb_mlp_times(gamma, steps, lr=2e-2, seeds=(0, 1)):
     kernels = [task.kernel(order=k) for k in range(2)]
     config = sl.training.TrainConfig(steps=steps, lr=lr, batch_size=128, record="log", eval_size=256,
                                      device="cpu", progress=False)
-    models = [sl.models.EmbMLP(64, 3, 4, d_embed=16, d_hidden=64, gamma=gamma, seed=s) for s in seeds]
+    models = [sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, d_hidden=64, gamma=gamma, seed=s) for s in seeds]
     runs = sl.training.train_ensemble(models, task, config)
     curves = [[sl.metrics.alignment_curve(r.embeddings, K) for K in kernels] for r in runs]
     return runs[0].steps, curves, [sl.metrics.stair_times(runs[0].steps, c) for c in curves]
@@ -184,9 +184,9 @@ def test_language_model_order_on_new_seeds():
     for gamma, holds in ((1.0, True), (0.25, False)):
         seeds = [3, 4]
         runs = sl.training.train_ensemble(
-            [sl.models.EmbMLP(42, 6, 42, d_embed=32, d_hidden=256, gamma=gamma, seed=s) for s in seeds],
+            [sl.models.EmbMLP(vocab_size=42, seq_len=6, n_labels=42, d_embed=32, d_hidden=256, gamma=gamma, seed=s) for s in seeds],
             corpus.windows(6), config, seeds=seeds)
-        aligned = [corpus.alignment(r.embeddings) for r in runs]
+        aligned = [corpus.label_alignment(r.embeddings) for r in runs]
         times = [sl.metrics.stair_times(runs[0].steps, [a["pos"], a["class"]], window=3, interpolate=True)
                  for a in aligned]
         assert bool(ch9.order0_first(times)) is holds, (gamma, times)

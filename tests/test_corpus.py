@@ -103,7 +103,7 @@ def test_window_mlp_learns_pos_before_class():
     """The [V] claim of THEORY.md 6.4 at reduced cost: CKA(POS) is high on the first plateau while
     CKA(class) is still low."""
     corpus = TinyCorpus(seed=0)
-    model = sl.models.EmbMLP(42, 6, 42, d_embed=32, d_hidden=256, gamma=1.0)
+    model = sl.models.EmbMLP(vocab_size=42, seq_len=6, n_labels=42, d_embed=32, d_hidden=256, gamma=1.0)
     history = sl.training.train(model, corpus.windows(6), sl.training.TrainConfig(
         steps=200, lr=1e-3, record_every=50, eval_size=512, progress=False))
     emb = history.embeddings[:, corpus.content_tokens]
@@ -175,3 +175,17 @@ def test_exact_signatures_with_persistence_match_counts_and_the_bigram_stays_cla
 def test_bad_topic_persistence_is_rejected_by_name(bad, error, match):
     with pytest.raises(error, match=match):
         TinyCorpus(n_sentences=10, topic_persistence=bad)
+
+
+def test_kernels_and_label_curves_share_the_text_corpus_arguments():
+    content = CORPUS.content_tokens
+    for kind in ("bigram", "trigram", "tied"):
+        full = CORPUS.signature_kernel(kind)
+        assert torch.equal(CORPUS.signature_kernel(kind, content), full[content][:, content]), kind
+    with pytest.raises(ValueError, match="words"):
+        CORPUS.signature_kernel("bigram", torch.tensor([0, CORPUS.vocab_size]))
+    snapshots = torch.randn(2, CORPUS.vocab_size, 4, generator=torch.Generator().manual_seed(0))
+    curves = CORPUS.label_alignment(snapshots)
+    with pytest.warns(DeprecationWarning, match="label_alignment"):
+        old = CORPUS.alignment(snapshots)
+    assert old.keys() == curves.keys() and all(torch.equal(old[k], curves[k]) for k in curves)

@@ -33,7 +33,7 @@ def _solutions(chapter: Path) -> list[tuple[str, str, str]]:
         if "solution" in cell.metadata.get("tags", []):
             check = next(c for c in cells[i + 1:] if c.cell_type == "code")
             call = "\n".join(line for line in check.source.splitlines() if "sl.exercises.check_" in line)
-            found.append((coursework.stub_source(cell.source)[1].id, cell.source, call))
+            found.append((coursework.student.stub_source(cell.source)[1].id, cell.source, call))
     return found
 
 
@@ -116,14 +116,14 @@ def test_exercise_table_lists_every_exercise_and_chapter_totals():
 # ----- student notebooks -------------------------------------------------------------------------------------
 def test_a_stub_keeps_signature_and_docstring_and_raises_with_the_exercise_id():
     source = SOLUTIONS["01_probability_signatures"][0][1]
-    stub, exercise = coursework.stub_source(source)
+    stub, exercise = coursework.student.stub_source(source)
     original, stubbed = ast.parse(source).body[0], ast.parse(stub).body[0]
     assert exercise.id == "ex-1.1" and stubbed.name == original.name == "label_signature"
     assert ast.dump(stubbed.args) == ast.dump(original.args)
     assert ast.get_docstring(stubbed) == ast.get_docstring(original)
     assert stub.rstrip().endswith('raise NotImplementedError("ex-1.1: Count an order-0 signature")')
     with pytest.raises(ValueError, match="exactly one registered exercise function"):
-        coursework.stub_source("def helper(x):\n    return x\n")
+        coursework.student.stub_source("def helper(x):\n    return x\n")
 
 
 @pytest.mark.slow
@@ -176,7 +176,7 @@ WRONG = {  # one deliberately wrong answer per chapter and the hint its check mu
 
 @pytest.fixture(scope="module")
 def graded_stubs(tmp_path_factory) -> coursework.Report:
-    sources = [p for _, _, s, c in ALL for p in (coursework.stub_source(s)[0], c)]
+    sources = [p for _, _, s, c in ALL for p in (coursework.student.stub_source(s)[0], c)]
     return coursework.grade(_notebook(tmp_path_factory.mktemp("stubs"), "stubs", sources), timeout=60)
 
 

@@ -30,7 +30,7 @@ REGISTER_PROJECT = ("from staircase_lib import projects as P\nfrom staircase_lib
 
 CLASS = {  # student -> the code cells of their notebook (None: a file that is not JSON; no entry: empty folder)
     "alice": SOLVED,
-    "bob": [CHAPTER_1["ex-1.1"][0], CHAPTER_1["ex-1.1"][1], coursework.stub_source(CHAPTER_1["ex-1.3"][0])[0],
+    "bob": [CHAPTER_1["ex-1.1"][0], CHAPTER_1["ex-1.1"][1], coursework.student.stub_source(CHAPTER_1["ex-1.3"][0])[0],
             CHAPTER_1["ex-1.3"][1]],
     "carol": None,
     "dave": [SOLVED[0], "while True:\n    pass", *SOLVED[1:]],
@@ -93,7 +93,7 @@ def _statuses(book: dict, student: str) -> dict[str, str]:
 @pytest.mark.slow
 def test_the_gradebook_has_a_row_per_exercise_with_points_from_the_registry(graded_class):
     result, book, _, _ = graded_class
-    assert tuple(next(iter(book["alice"].values()))) == coursework.GRADEBOOK_COLUMNS
+    assert tuple(next(iter(book["alice"].values()))) == coursework.classroom.GRADEBOOK_COLUMNS
     points = {i: EXERCISES[i].difficulty for i in ("ex-1.1", "ex-1.3")}
     assert {e: (r["status"], r["points"], r["max_points"]) for e, r in book["alice"].items() if e} == {
         i: ("passed", str(p), str(p)) for i, p in points.items()}
@@ -190,7 +190,7 @@ def test_the_command_line_grades_a_class_and_writes_the_gradebook(tmp_path, caps
     (lambda: coursework.grade_class([], timeout="60"), TypeError, "timeout must be a number"),
     (lambda: coursework.grade(3), TypeError, "path must be a str or Path"),
     (lambda: coursework.write_autograder("out", chapters=[99]), ValueError, "chapters=\\[99\\]"),
-    (lambda: coursework.otter_test_source("ex-0.0"), ValueError, "exercise_id='ex-0.0'"),
+    (lambda: coursework.otter.otter_test_source("ex-0.0"), ValueError, "exercise_id='ex-0.0'"),
 ])
 def test_bad_arguments_name_the_argument(call, error, message):
     with pytest.raises(error, match=message):

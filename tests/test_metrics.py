@@ -325,3 +325,17 @@ def test_cka_chance_with_controls_is_the_partial_alignment_of_random_embeddings(
     partial = metrics.cka_chance(kernel, d_embed=8, controls=[other])
     assert 0.05 < partial < 0.6
     assert metrics.cka_chance(kernel, d_embed=8, controls=[kernel]) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_paired_lead_is_exact_and_one_sided():
+    assert metrics.paired_lead([100] * 4, [200] * 4) == 1 / 16  # every seed the same way: only the identity flip
+    assert metrics.paired_lead([200] * 4, [100] * 4) == 1.0
+    with pytest.raises(ValueError, match="uncensored"):
+        metrics.paired_lead([100, None], [200, 300])
+    with pytest.raises(ValueError, match="paired"):
+        metrics.paired_lead([100, 200], [300])
+
+
+def test_fit_line_through_two_points_has_no_standard_error():
+    slope, se, intercept = metrics.fit_line([0.0, 2.0], [1.0, 5.0])
+    assert slope == pytest.approx(2.0) and intercept == pytest.approx(1.0) and math.isnan(se)

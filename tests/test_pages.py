@@ -43,7 +43,7 @@ def test_the_per_factor_prediction_is_the_models_own(page):
     law = timing.claims["P2 gradient descent"]
     assert law.numbers["predicted exponent"] == pytest.approx(
         sl.theory.escape_exponent(ch4.FAN_INS, sorted(set(timing.gammas)), timing.d))
-    model = sl.models.EmbMLP(64, 3, 4, d_embed=page.settings["d_embed"], d_hidden=page.settings["d_hidden"])
+    model = sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=page.settings["d_embed"], d_hidden=page.settings["d_hidden"])
     assert ch4.FAN_INS == (model.d_embed, model.hidden.in_features, model.readout.in_features)
 
 
@@ -52,7 +52,7 @@ def test_live_runs_are_compared_with_the_recording(page):
     config = sl.training.TrainConfig(steps=60, lr=page.settings["lr"], batch_size=page.settings["batch_size"],
                                      record="log", records_per_decade=page.settings["records_per_decade"],
                                      eval_size=512, device="cpu", progress=False)
-    members = [sl.models.EmbMLP(64, 3, 4, d_embed=page.settings["d_embed"], d_hidden=page.settings["d_hidden"],
+    members = [sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=page.settings["d_embed"], d_hidden=page.settings["d_hidden"],
                                 gamma=1.0, seed=s) for s in page.seeds]
     runs = sl.training.train_ensemble(members, page.task, config, seeds=page.seeds)
     live = ch4.live_runs(page, runs, "cpu", config.eval_size)

@@ -23,7 +23,7 @@ def kernels(task):
 
 
 def _run(task, steps):
-    model = sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=256, activation="gelu", gamma=1.0, seed=0)
+    model = sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, activation="gelu", gamma=1.0, seed=0)
     config = sl.training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=20,
                                      eval_size=512, seed=0, progress=False)
     return sl.training.train(model, task, config)

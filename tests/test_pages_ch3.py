@@ -53,7 +53,7 @@ def test_the_drive_example_is_the_exact_drive_and_a_plain_deviation(task):
 
 
 def _adam(task, steps):
-    model = sl.models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=256, activation="gelu", gamma=1.0, seed=0)
+    model = sl.models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, activation="gelu", gamma=1.0, seed=0)
     config = sl.training.TrainConfig(steps=steps, lr=1e-2, batch_size=512, record="log", records_per_decade=20,
                                      seed=0, progress=False)
     return sl.training.train(model, task, config)
@@ -69,7 +69,7 @@ def test_what_adam_shows_holds_on_the_pages_run_and_not_untrained(task):
 
 
 def _bridge(task, gd_steps):
-    lin = sl.models.EmbLinear(64, 3, 4, d_embed=32, gamma=1.0, seed=0, pool="concat")
+    lin = sl.models.EmbLinear(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, gamma=1.0, seed=0, pool="concat")
     sample = task.sample(8192, torch.Generator().manual_seed(0))
     S = sl.signatures.signature_drive(sample.tokens, sample.labels, 64, 4, position=0,
                                       reference=torch.full((4,), 0.25)).double()

@@ -55,7 +55,7 @@ def test_mean_pooling_glues_the_claims_slope():
 
 @pytest.mark.slow
 def test_the_velocity_experiment_holds_its_claims(page):
-    model = sl.models.AttentionModel(64, 3, 4, gamma=1.0, seed=0)
+    model = sl.models.AttentionModel(vocab_size=64, seq_len=3, n_labels=4, gamma=1.0, seed=0)
     null = sl.tasks.StaircaseTask(strengths=(0.0, 0.0, 0.0))
     on_task = sl.theory.autograd_embedding_velocity(model, page.forward_task)
     on_null = sl.theory.autograd_embedding_velocity(model, null)
@@ -68,10 +68,10 @@ def test_the_velocity_experiment_holds_its_claims(page):
 def test_short_live_runs_are_compared_with_the_recording(page):
     config = sl.training.TrainConfig(steps=60, lr=1e-2, batch_size=512, record="log", records_per_decade=40,
                                      eval_size=512, device="cpu", progress=False)
-    members = [sl.models.AttentionModel(64, 3, 4, d_embed=32, gamma=1.0, seed=s) for s in range(6)]
+    members = [sl.models.AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, gamma=1.0, seed=s) for s in range(6)]
     runs = sl.training.train_ensemble(members, [page.task] * 3 + [page.forward_task] * 3, config)
     nulls = sl.training.train_ensemble(
-        [sl.models.AttentionModel(64, 3, 4, d_embed=32, gamma=1.0, seed=s) for s in (3, 4, 5)],
+        [sl.models.AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, gamma=1.0, seed=s) for s in (3, 4, 5)],
         sl.tasks.StaircaseTask(strengths=(0.0, 0.0, 0.0)), config, seeds=[3, 4, 5])
     bag = ch5.bag_of_tokens(page, runs, nulls)
     assert set(bag.claims) == {"bag of tokens first", "early dip label-free (live)", "live = recorded"}

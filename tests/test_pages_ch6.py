@@ -59,7 +59,7 @@ def test_the_anchor_page_holds_its_claims_and_the_displacement_is_ordered_at_lar
     gammas, seeds = [1.0, 0.5, 0.25], [0, 1, 2]
     probes = {"reasoning": anchor.dataset("reasoning"), "memorization": anchor.dataset("memorization"),
               "held-out pair": anchor.held_out_batch()}
-    members = [sl.models.EmbMLP(anchor.vocab_size, 3, anchor.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
+    members = [sl.models.EmbMLP(vocab_size=anchor.vocab_size, seq_len=3, n_labels=anchor.n_labels, d_embed=32, d_hidden=128, gamma=g, seed=s)
                for g in gammas for s in seeds]
     config = sl.training.TrainConfig(steps=1000, lr=1e-3, batch_size=256, record_every=20, eval_size=256,
                                      progress=False)

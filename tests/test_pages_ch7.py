@@ -55,7 +55,7 @@ def page():
                                      eval_size=2048, device="cpu", progress=False)
 
     def emb_mlp(task, gamma, seed):
-        return sl.models.EmbMLP(30, 2, task.n_labels, d_embed=32, d_hidden=128, gamma=gamma, seed=seed)
+        return sl.models.EmbMLP(vocab_size=30, seq_len=2, n_labels=task.n_labels, d_embed=32, d_hidden=128, gamma=gamma, seed=seed)
 
     def with_large_embeddings(seed):
         model = emb_mlp(INTEGER, 1.0, seed)

@@ -27,7 +27,7 @@ def _language_models(gamma, seeds):
     config = sl.training.TrainConfig(steps=600, lr=2e-3, batch_size=256, record="log", eval_size=512,
                                      device="cpu", progress=False)
     runs = sl.training.train_ensemble(
-        [sl.models.EmbMLP(42, 6, 42, d_embed=32, d_hidden=256, gamma=gamma, seed=s) for s in seeds],
+        [sl.models.EmbMLP(vocab_size=42, seq_len=6, n_labels=42, d_embed=32, d_hidden=256, gamma=gamma, seed=s) for s in seeds],
         corpus.windows(6), config, seeds=list(seeds))
     curves = [ch9.language_model_curves(corpus, r) for r in runs]
     times = [sl.metrics.stair_times(runs[0].steps, c, window=ch9.WINDOWS["language model"], interpolate=True)

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from staircase_lib.predictions import closest_reference, prediction_divergence
+from staircase_lib.predictions import prediction_divergence
 
 
 def test_the_divergence_is_zero_at_the_reference_and_the_kl_elsewhere():
@@ -35,18 +35,12 @@ def test_zero_probabilities_in_a_reference_count_nothing():
     assert float(kl[0]) == pytest.approx(math.log(2), rel=1e-9)
 
 
-def test_closest_reference_is_the_smallest_divergence():
-    kl = torch.tensor([[0.1, 0.5, 0.9], [0.4, 0.2, 0.3], [0.6, 0.5, 0.1]])
-    assert closest_reference(kl).tolist() == [0, 1, 2]
-
-
 @pytest.mark.parametrize("call,error,match", [
     (lambda: prediction_divergence([0.0], torch.ones(1, 1)), TypeError, "log_probs and references must be tensors"),
     (lambda: prediction_divergence(torch.zeros(4, 3), torch.ones(2, 4, 2)), ValueError,
      r"references must have shape \[R, \*log_probs.shape\] = \[R, 4, 3\]"),
     (lambda: prediction_divergence(torch.full((2, 3), float("-inf")), torch.ones(1, 2, 3) / 3), ValueError,
      "log_probs must be finite"),
-    (lambda: closest_reference(torch.zeros(5)), ValueError, r"divergence must have shape \[T, R\]"),
 ])
 def test_bad_inputs_name_the_argument(call, error, match):
     with pytest.raises(error, match=match):

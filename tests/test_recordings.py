@@ -101,6 +101,7 @@ def test_bad_recorder_calls_are_refused_clearly(call, error, match):
         call()
 
 
+@pytest.mark.slow  # a trained run of Chapter 8 (20-30 s): make test runs it, make check does not
 def test_rerunning_the_prediction_recording_gives_its_divergences_back():
     shipped = results.recorded("ch8_predictions_g100").select(seed=0)[0]
     again = results.RecordedResult.from_dict(recordings.rerun("ch8_predictions_g100", device="cpu", steps=30,

@@ -18,7 +18,7 @@ def small_task():
 @pytest.mark.parametrize("activation", ["gelu", "tanh", "quadratic", "identity"])
 @pytest.mark.parametrize("pool", ["concat", "sum"])
 def test_predicted_velocity_matches_autograd_at_small_init(small_task, activation, pool):
-    model = sl.models.EmbMLP(8, 3, 2, d_embed=8, d_hidden=32, activation=activation, gamma=1.5, seed=1, pool=pool)
+    model = sl.models.EmbMLP(vocab_size=8, seq_len=3, n_labels=2, d_embed=8, d_hidden=32, activation=activation, gamma=1.5, seed=1, pool=pool)
     predicted = theory.predicted_embedding_velocity(model, small_task)
     measured = theory.autograd_embedding_velocity(model, small_task)
     assert predicted.shape == (8, 8)
@@ -27,14 +27,14 @@ def test_predicted_velocity_matches_autograd_at_small_init(small_task, activatio
 
 def test_prediction_fails_at_large_init(small_task):
     """Documented failure: at gamma = 0.25 the leading order no longer describes the velocity."""
-    model = sl.models.EmbMLP(8, 3, 2, d_embed=8, d_hidden=32, gamma=0.25, seed=1)
+    model = sl.models.EmbMLP(vocab_size=8, seq_len=3, n_labels=2, d_embed=8, d_hidden=32, gamma=0.25, seed=1)
     cosine = _cos(theory.predicted_embedding_velocity(model, small_task),
                   theory.autograd_embedding_velocity(model, small_task))
     assert cosine < 0.9, f"expected the expansion to break at large init, cosine {cosine:.4f}"
 
 
 def test_sampled_velocity_approaches_exact(small_task):
-    model = sl.models.EmbMLP(8, 3, 2, d_embed=8, d_hidden=32, gamma=1.0, seed=3)
+    model = sl.models.EmbMLP(vocab_size=8, seq_len=3, n_labels=2, d_embed=8, d_hidden=32, gamma=1.0, seed=3)
     exact = theory.autograd_embedding_velocity(model, small_task)
     sampled = theory.autograd_embedding_velocity(model, small_task, n_samples=200_000,
                                                  generator=torch.Generator().manual_seed(0))
@@ -51,12 +51,12 @@ def test_exact_drives_are_centred_signatures(small_task):
 def test_theory_rejects_unsupported_models(small_task):
     with pytest.raises(TypeError, match="model"):
         theory.predicted_embedding_velocity(torch.nn.Linear(2, 2), small_task)
-    relu = sl.models.EmbMLP(8, 3, 2, d_embed=4, d_hidden=8, activation="relu")
+    relu = sl.models.EmbMLP(vocab_size=8, seq_len=3, n_labels=2, d_embed=4, d_hidden=8, activation="relu")
     with pytest.raises(ValueError, match="activation"):
         theory.predicted_embedding_velocity(relu, small_task)
     big = sl.tasks.StaircaseTask(attribute_size=8)
     with pytest.raises(ValueError, match="n_samples"):
-        theory.autograd_embedding_velocity(sl.models.EmbMLP(512, 3, 8, d_embed=4, d_hidden=8), big)
+        theory.autograd_embedding_velocity(sl.models.EmbMLP(vocab_size=512, seq_len=3, n_labels=8, d_embed=4, d_hidden=8), big)
 
 
 # ----- the escape time of several factors (Chapter 4) -----------------------------------------------------------

@@ -14,7 +14,7 @@ TOKENS = torch.randint(42, (20, 8), generator=torch.Generator().manual_seed(0))
 @pytest.mark.parametrize("layers,heads,mlp,norm,tied", [
     (1, 1, True, False, False), (2, 2, False, False, True), (2, 4, True, True, False)])
 def test_shapes_and_attention_rows(layers, heads, mlp, norm, tied):
-    model = TinyGPT(42, 8, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, layer_norm=norm, tied=tied,
+    model = TinyGPT(vocab_size=42, seq_len=8, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, layer_norm=norm, tied=tied,
                     gamma=0.5)
     logits, maps = model(TOKENS, return_attention=True)
     assert logits.shape == (20, 8, 42) and maps.shape == (20, layers, heads, 8, 8)
@@ -25,7 +25,7 @@ def test_shapes_and_attention_rows(layers, heads, mlp, norm, tied):
 
 
 def test_no_future_leakage():
-    model = TinyGPT(42, 8, d_embed=16, n_layers=2, n_heads=2, gamma=0.5)
+    model = TinyGPT(vocab_size=42, seq_len=8, d_embed=16, n_layers=2, n_heads=2, gamma=0.5)
     changed = TOKENS.clone()
     changed[:, 5:] = (changed[:, 5:] + 7) % 42
     before, after = model(TOKENS), model(changed)
@@ -34,18 +34,19 @@ def test_no_future_leakage():
 
 
 def test_tied_embeddings_share_the_matrix():
-    model = TinyGPT(42, 8, d_embed=16, tied=True)
+    model = TinyGPT(vocab_size=42, seq_len=8, d_embed=16, tied=True)
     assert model.unembedding() is model.embedding and not hasattr(model, "readout")
     loss = model(TOKENS).sum()
     loss.backward()
     assert model.embedding.grad is not None
-    untied = TinyGPT(42, 8, d_embed=16, tied=False)
+    untied = TinyGPT(vocab_size=42, seq_len=8, d_embed=16, tied=False)
     assert untied.unembedding() is untied.readout.weight
-    assert sl.models.parameter_count(untied) - sl.models.parameter_count(model) == 42 * 16
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(untied) - count(model) == 42 * 16
 
 
 def test_gamma_convention_and_small_init_uniform_attention():
-    model = TinyGPT(42, 8, d_embed=32, gamma=1.0, seed=1)
+    model = TinyGPT(vocab_size=42, seq_len=8, d_embed=32, gamma=1.0, seed=1)
     assert 0.8 / 32 < model.blocks[0].query.weight.std().item() < 1.2 / 32
     assert 0.8 / 32 < model.positions.std().item() < 1.2 / 32
     assert isinstance(model.norm_out, torch.nn.Identity)  # LayerNorm is off by default
@@ -56,7 +57,7 @@ def test_gamma_convention_and_small_init_uniform_attention():
 
 def test_train_decreases_the_next_token_loss_and_records_embeddings():
     corpus = TinyCorpus(n_sentences=2000, seed=0)
-    model = TinyGPT(corpus.vocab_size, 8, d_embed=16, gamma=1.0)
+    model = TinyGPT(vocab_size=corpus.vocab_size, seq_len=8, d_embed=16, gamma=1.0)
     history = sl.training.train(model, corpus.sequences(8), sl.training.TrainConfig(
         steps=60, lr=1e-2, batch_size=16, record_every=20, eval_size=64, progress=False))
     assert history.loss[-1] < history.loss[0] - 0.5, history.loss

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import import_script
 
 # every test starts the script in a new process (or two, under torchrun): tens of seconds each
 pytestmark = pytest.mark.slow
@@ -18,6 +19,12 @@ SCRIPT = ROOT / "scripts" / "train_lm.py"
 TINY = ["--steps", "30", "--record-every", "10", "--layers", "1", "--heads", "1", "--d-embed", "16",
         "--seq-len", "8", "--sentences", "2000", "--classes", "2", "--nouns-per-class", "4", "--batch-size", "16",
         "--device", "cpu", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def script():
+    """scripts/train_lm.py imported as a module."""
+    yield from import_script(SCRIPT)
 
 
 def _env() -> dict:
@@ -73,10 +80,15 @@ def test_single_process_run_writes_the_result(single):
     (["--threads", "0"], {}, "--threads must be >= 1, got 0"),
     (["--seed", "-1"], {}, "--seed must be >= 0, got -1"),
 ])
-def test_bad_ddp_and_thread_options_are_refused_clearly(argv, env, message):
-    bad = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True,
-                         env={**_env(), **env})
-    assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+def test_bad_ddp_and_thread_options_are_refused_clearly(script, argv, env, message, monkeypatch, capsys):
+    # the script's own parser, in this process (test_help_and_bad_arguments runs the script's command line)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exit_status:
+        script.parse_args(argv)
+    stderr = capsys.readouterr().err
+    assert exit_status.value.code == 2 and message in stderr, stderr
 
 
 def test_a_diverging_run_stops_with_a_floating_point_error_naming_the_learning_rate(tmp_path):

@@ -26,7 +26,7 @@ _uses_fast_path = EmbMLPKernel.supports
 def small_model(seed=0, **kwargs):
     options = dict(d_embed=8, d_hidden=32, gamma=0.5, seed=seed)
     options.update(kwargs)
-    return EmbMLP(64, 3, 4, **options)
+    return EmbMLP(vocab_size=64, seq_len=3, n_labels=4, **options)
 
 
 def config(**kwargs):
@@ -90,7 +90,7 @@ def test_different_seed_gives_a_different_history(task):
 
 
 def test_sgd_and_the_linear_model_train(task):
-    history = train(EmbLinear(64, 3, 4, d_embed=8, gamma=0.5), task, config(steps=10, optimizer="sgd", lr=0.5))
+    history = train(EmbLinear(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, gamma=0.5), task, config(steps=10, optimizer="sgd", lr=0.5))
     assert torch.isfinite(history.loss).all() and len(history.steps) == 3
 
 
@@ -147,7 +147,7 @@ def test_history_summary(task):
 def test_mismatched_task_and_model_sizes_raise(task, field, value):
     sizes = dict(vocab_size=64, seq_len=3, n_labels=4)
     sizes[field] = value
-    model = EmbMLP(sizes["vocab_size"], sizes["seq_len"], sizes["n_labels"], d_embed=4, d_hidden=8)
+    model = EmbMLP(vocab_size=sizes["vocab_size"], seq_len=sizes["seq_len"], n_labels=sizes["n_labels"], d_embed=4, d_hidden=8)
     with pytest.raises(ValueError, match=f"task.{field}=.*model.{field}={value}"):
         train(model, task, config(steps=2))
 
@@ -200,7 +200,7 @@ class ScaledMLP(EmbMLP):
 
 def test_emb_mlp_takes_the_fast_path_and_matches_the_autograd_loop(task):
     assert _uses_fast_path(small_model())
-    assert not _uses_fast_path(EmbLinear(64, 3, 4, d_embed=8)), "other models use the generic loop"
+    assert not _uses_fast_path(EmbLinear(vocab_size=64, seq_len=3, n_labels=4, d_embed=8)), "other models use the generic loop"
     assert not _uses_fast_path(ScaledMLP(64, 3, 4, d_embed=8, d_hidden=32)), "a subclass may change logits"
     for optimizer, lr in (("adam", 1e-2), ("sgd", 0.5)):
         fast_model, slow_model = small_model(), small_model()
@@ -224,7 +224,7 @@ def test_engine_kernel_is_the_fast_path_and_refuses_what_it_cannot_train(task):
     kernel = train(kernel_model, task, config(steps=10, engine="kernel"))
     assert torch.equal(auto.loss, kernel.loss) and torch.equal(auto_model.embedding, kernel_model.embedding)
     with pytest.raises(ValueError, match="engine='kernel' trains plain EmbMLP models only, got EmbLinear"):
-        train(EmbLinear(64, 3, 4, d_embed=8), task, config(engine="kernel"))
+        train(EmbLinear(vocab_size=64, seq_len=3, n_labels=4, d_embed=8), task, config(engine="kernel"))
     with pytest.raises(ValueError, match="engine='kernel' trains plain EmbMLP models only, got ScaledMLP"):
         sl.training.train_ensemble([ScaledMLP(64, 3, 4, d_embed=8, d_hidden=32)], task, config(engine="kernel"))
     with pytest.raises(ValueError, match="engine='kernel' cannot train through wrap"):
@@ -345,10 +345,10 @@ def test_next_token_probes_are_recorded_alone_and_in_an_ensemble():
     probe = corpus.sequences(6, split="train").sample(16, torch.Generator().manual_seed(1))
     config = sl.training.TrainConfig(steps=4, record_every=2, batch_size=8, eval_size=16, device="cpu",
                                      progress=False)
-    models = [sl.models.TinyGPT(8, 6, d_embed=8, seed=s) for s in (0, 1)]
+    models = [sl.models.TinyGPT(vocab_size=8, seq_len=6, d_embed=8, seed=s) for s in (0, 1)]
     runs = sl.training.train_ensemble(models, corpus.sequences(6), config, probes={"held": probe})
     assert all(run.probes["held"]["loss"].shape == (3,) for run in runs)
-    alone = sl.training.train(sl.models.TinyGPT(8, 6, d_embed=8, seed=0), corpus.sequences(6), config,
+    alone = sl.training.train(sl.models.TinyGPT(vocab_size=8, seq_len=6, d_embed=8, seed=0), corpus.sequences(6), config,
                               probes={"held": probe})
     assert torch.allclose(alone.probes["held"]["loss"], runs[0].probes["held"]["loss"], atol=1e-4)
     bad = sl.tasks.Batch(probe.tokens, probe.labels[:, :3])
@@ -360,7 +360,7 @@ def _tiny_gpt_run(wrap=None, seed=0):
     corpus = sl.corpus.TextCorpus.from_text("the cat sat on the mat . a dog ran . " * 100, vocab_size=12)
     cfg = sl.training.TrainConfig(steps=12, record_every=4, batch_size=8, eval_size=16, device="cpu",
                                   progress=False, seed=seed)
-    model = sl.models.TinyGPT(corpus.vocab_size, 6, d_embed=8, seed=0)
+    model = sl.models.TinyGPT(vocab_size=corpus.vocab_size, seq_len=6, d_embed=8, seed=0)
     return train(model, corpus.sequences(6), cfg, wrap=wrap), model
 
 
@@ -418,7 +418,7 @@ def test_a_transformer_with_nan_weights_raises_floating_point_error_not_an_atten
     corpus = sl.corpus.TextCorpus.from_text("the cat sat on the mat . a dog ran . " * 100, vocab_size=12)
     cfg = sl.training.TrainConfig(steps=3, record_every=1, batch_size=8, eval_size=16, device="cpu",
                                   progress=False)
-    model = sl.models.TinyGPT(corpus.vocab_size, 6, d_embed=8, seed=0)
+    model = sl.models.TinyGPT(vocab_size=corpus.vocab_size, seq_len=6, d_embed=8, seed=0)
     with torch.no_grad():
         model.embedding.fill_(float("nan"))  # NaN attention maps too, which the snapshot's checks refuse
     with pytest.raises(FloatingPointError, match=r"nan at step 0 with lr=0\.01"):

@@ -20,12 +20,10 @@ from ..metrics import cka, median
 from ..theory.feedforward import escape_exponent
 from .base import Claim, fit_line, reproduces  # fit_line: shared with Chapter 2, kept as ch4.fit_line
 
-__all__ = ["nearest_level", "level_loss_std", "level_tolerance", "dwell_decades", "fit_line",
-           "stair_order", "plateau_level", "loss_follows_levels", "parity_structure",
-           "last_stair_outcomes", "order0_diluted", "saddle_escape", "adam_step_at_unit_eps", "gd_power_law",
-           "no_order0_dwell", "linear_stops_after_stair0", "live_reproduces_recorded", "batch_independent_kick",
-           "kick_without_minibatches",
-           "PAIR_EXPONENT"]
+__all__ = ["level_loss_std", "dwell_decades", "fit_line", "stair_order", "plateau_level", "loss_follows_levels",
+           "parity_structure", "last_stair_outcomes", "order0_diluted", "saddle_escape", "adam_step_at_unit_eps",
+           "gd_power_law", "no_order0_dwell", "linear_stops_after_stair0", "live_reproduces_recorded",
+           "batch_independent_kick", "kick_without_minibatches", "PAIR_EXPONENT"]
 
 
 # ----- helpers -----------------------------------------------------------------------------------------------
@@ -292,7 +290,7 @@ def gd_power_law(gammas: Sequence[float], first_times: Sequence[float | None], d
     ordered = all(max(a) < min(b) for a, b in zip(groups, groups[1:]))
     x = [(g - 0.5) * math.log(d_embed) for g, _ in pairs]
     slope, se, _ = fit_line(x, [math.log(t) for _, t in pairs])
-    z = slope / se if se > 0 else (math.inf if slope > 0 else math.nan)
+    z = math.nan if math.isnan(se) else slope / se if se > 0 else (math.inf if slope > 0 else math.nan)
     medians = [math.log(median(g)) for g in groups]
     segments = [(b - a) / ((v - u) * math.log(d_embed))
                 for a, b, u, v in zip(medians, medians[1:], values, values[1:])]

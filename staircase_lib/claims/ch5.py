@@ -16,8 +16,7 @@ from .base import Claim, reproduces, table  # table: kept as ch5.table for the c
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
            "bag_of_tokens_first", "label_free_dip", "entropy_drops_with_pair_stair", "saturation_trap",
            "collapse_without_trap", "live_reproduces_recorded", "pair_progress", "pair_stair_stalls",
-           "value_path_leads_at_pair_stair", "half_rise", "final_loss",
-           "fewer_through", "table"]
+           "value_path_leads_at_pair_stair", "final_loss", "table"]
 
 
 def mean_pooling_at_init(gammas: Sequence[float], deviations: Sequence[float], d_embed: int,

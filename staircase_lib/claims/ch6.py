@@ -9,35 +9,21 @@ of steps, and a censored run in either arm makes the comparison undecided, so th
 """
 from __future__ import annotations
 
-import itertools
-import math
 from statistics import median
 from typing import Optional, Sequence
 
 import torch
 
-from ..metrics import crossing_time, pair_margin
+from ..metrics import crossing_time, paired_lead
 from .base import Claim
 
-__all__ = ["crossing_times", "pair_stair_times", "frozen_speedup", "escape_rate_raised", "no_pair_without_g1",
+__all__ = ["frozen_speedup", "escape_rate_raised", "no_pair_without_g1",
            "structure_helps_early", "displacement_order",
-           "paired_lead", "no_head_start", "norm_helps",
+           "no_head_start", "norm_helps",
            "reasoning_first", "together_at_large_init", "reasoning_keys_ordered",
            "composition_generalizes", "donors_reproduce_recorded"]
 
 Times = Sequence[Optional[int]]
-
-
-def crossing_times(runs, level: float, below: bool = True) -> list[Optional[int]]:
-    """First step at which each run's loss is at or below ``level`` (``None``: censored, never crossed)."""
-    return [crossing_time(run.steps, run.loss, float(level), below=below) for run in runs]
-
-
-def pair_stair_times(runs, level: float) -> list[Optional[int]]:
-    """First step at which each run's pair margin reaches ``level`` (``None``: censored). The pair stair read
-    from what the model predicts, not from its loss: a model that learns the triple rule and not the pair rule
-    lowers its loss past the pair level but never raises this margin."""
-    return [crossing_time(run.steps, pair_margin(run), float(level), below=False) for run in runs]
 
 
 def _censored(times: Times) -> int:
@@ -136,25 +122,6 @@ def structure_helps_early(t_structured: Times, t_random: Times, final_structured
     return Claim(f"structured arm >= {threshold:g}x sooner at the pair stair, and the random arm's median final "
                  "loss at or below the structured arm's", holds,
                  {"speedup": early.numbers["speedup"], "final_structured": med_s, "final_random": med_r})
-
-
-def paired_lead(t_a: Times, t_b: Times, lead: float = 1.0) -> float:
-    """Exact one-sided sign-flip p-value that arm ``a`` reaches its stair more than ``lead`` times sooner than
-    arm ``b``, seed by seed (the pairs share their seeds): the statistic is the mean of
-    ``log(t_b / t_a) - log(lead)`` over the seeds, compared with every flip of its signs. Small p: the data show a
-    lead larger than ``lead``. Censored pairs are not allowed (``ValueError``)."""
-    if len(t_a) != len(t_b) or not t_a:
-        raise ValueError(f"t_a and t_b must be non-empty and paired (one time per seed each), got {len(t_a)} "
-                         f"and {len(t_b)}")
-    if _censored(t_a) or _censored(t_b) or min(t_a) <= 0 or min(t_b) <= 0:
-        raise ValueError("paired_lead needs positive, uncensored times")
-    x = [math.log(b / a) - math.log(lead) for a, b in zip(t_a, t_b)]
-    observed = sum(x) / len(x)
-    if len(x) > 16:
-        raise ValueError(f"the exact sign-flip test enumerates 2^n flips: at most 16 seeds, got {len(x)}")
-    hits = sum(sum(s * abs(v) for s, v in zip(signs, x)) / len(x) >= observed - 1e-12
-               for signs in itertools.product((1, -1), repeat=len(x)))
-    return hits / 2 ** len(x)
 
 
 def _paired_ok(t_a: Times, t_b: Times, steps_a: int, steps_b: int, min_seeds: int) -> bool:

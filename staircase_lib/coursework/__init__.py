@@ -16,15 +16,13 @@ projects. Given several notebooks or a folder (one subfolder per student), it gr
 writes a CSV gradebook and a per-exercise summary. ``autograder`` writes per chapter what ``otter generate``
 needs for a Gradescope autograder (and the zip, when otter-grader is installed).
 """
-from .classroom import GRADEBOOK_COLUMNS, POINT_SCHEMES, ClassResult, Submission, collect_submissions, \
-    exercise_points, grade_class
+from .classroom import POINT_SCHEMES, ClassResult, Submission, exercise_points, grade_class
 from .cli import main
-from .grading import GradingError, NumberCheck, ProjectResult, Report, Result, grade
-from .otter import otter_test_source, run_check, write_autograder
+from .grading import GradingError, Report, Result, grade
+from .otter import run_check, write_autograder
 from .sandbox import Limits
-from .student import exercise_table, stub_source, student_notebook, write_student_notebooks
+from .student import exercise_table, write_student_notebooks
 
-__all__ = ["GRADEBOOK_COLUMNS", "POINT_SCHEMES", "ClassResult", "GradingError", "Limits", "NumberCheck",
-           "ProjectResult", "Report", "Result", "Submission", "collect_submissions", "exercise_points",
-           "exercise_table", "grade", "grade_class", "main", "otter_test_source", "run_check", "student_notebook",
-           "stub_source", "write_autograder", "write_student_notebooks"]
+__all__ = ["POINT_SCHEMES", "ClassResult", "GradingError", "Limits", "Report", "Result", "Submission",
+           "exercise_points", "exercise_table", "grade", "grade_class", "main", "run_check", "write_autograder",
+           "write_student_notebooks"]

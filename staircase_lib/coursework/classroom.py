@@ -15,8 +15,7 @@ from .grading import GradingError, Report, grade
 from .sandbox import Limits
 from .student import sort_key
 
-__all__ = ["GRADEBOOK_COLUMNS", "POINT_SCHEMES", "ClassResult", "Submission", "collect_submissions",
-           "exercise_points", "grade_class"]
+__all__ = ["POINT_SCHEMES", "ClassResult", "Submission", "exercise_points", "grade_class"]
 
 GRADEBOOK_COLUMNS = ("student", "notebook", "exercise", "status", "points", "max_points", "message")
 POINT_SCHEMES: dict[str, Callable[[Exercise], int]] = {"difficulty": lambda e: e.difficulty, "equal": lambda e: 1}

@@ -19,7 +19,7 @@ from ..exercises import EXERCISES, Exercise
 from .sandbox import Limits, is_memory_error, kernel_environment, limit_memory, remove_scratch, scratch_copy
 from .student import sort_key
 
-__all__ = ["GradingError", "NumberCheck", "ProjectResult", "Report", "Result", "grade"]
+__all__ = ["GradingError", "Report", "Result", "grade"]
 
 RESULT_MIME = "application/vnd.staircase-grade+json"
 TIMEOUT_ERROR = "CellTimeoutError"

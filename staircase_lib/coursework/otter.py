@@ -17,7 +17,7 @@ from .classroom import exercise_points
 from .grading import _check_in_namespace
 from .student import sort_key
 
-__all__ = ["LIBRARY_REQUIREMENT", "otter_test_source", "run_check", "write_autograder"]
+__all__ = ["run_check", "write_autograder"]
 
 LIBRARY_REQUIREMENT = "staircase-lib @ git+https://github.com/context-staircase/course"
 """How Gradescope's image installs the library (the chapters' Colab cell installs it the same way)."""

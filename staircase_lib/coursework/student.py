@@ -11,7 +11,7 @@ import nbformat
 
 from ..exercises import EXERCISES, Exercise
 
-__all__ = ["exercise_table", "sort_key", "stub_source", "student_notebook", "write_student_notebooks"]
+__all__ = ["exercise_table", "sort_key", "write_student_notebooks"]
 
 SOLUTION_TAG = "solution"
 CHECK_CALL = re.compile(r"^\s*(sl\.exercises\.)?check_\w+\s*\(", re.MULTILINE)

@@ -1,15 +1,13 @@
 """Checks for the exercises of Chapter 2 (Stage-wise learning)."""
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import torch
 
 from ._core import _compare, _exercise, _fail
 
-__all__ = ["check_mode_strength", "check_coefficient_rate", "check_half_time", "check_learning_order",
-           "check_extrapolated_plateau"]
+__all__ = ["check_mode_strength", "check_coefficient_rate", "check_learning_order", "check_extrapolated_plateau"]
 
 
 @_exercise("ex-2.1", "The closed-form mode strength", function="mode_strength", difficulty=1, minutes=15)
@@ -72,35 +70,6 @@ def check_coefficient_rate(coefficient_rate: Callable) -> None:
         _compare("ex-2.2", got, expected, what, atol=1e-10)
     print(f"In the check's flow the part of dE/dt outside the family is {float(off_family):.0e}: E' = R U keeps the "
           "form, so the modes never mix.")
-
-
-def check_half_time(half_time: Callable) -> bool:
-    """Check ``half_time(s, u0) -> float``: the time at which the two-factor mode reaches s/2 (5% tolerance).
-    (The book's former Exercise 2.2, kept for old notebooks; no longer registered as an exercise.)"""
-    _check_half_time(half_time)
-    print("half_time: passed.")
-    return True
-
-
-def _check_half_time(half_time: Callable) -> None:
-    from ..theory import mode_trajectory
-
-    for s, u0 in ((3.0, 1e-3), (1.0, 1e-6), (2.0, 0.5), (0.5, 0.1), (1.5, 1e-2)):
-        got = half_time(s, u0)
-        try:
-            got = float(got)
-        except (TypeError, ValueError):
-            _fail("half-time", f"s={s}, u0={u0}: expected a number, got {type(got).__name__}")
-        expected = math.log(s / u0 - 1) / (2 * s)
-        if abs(got - expected) <= 0.05 * abs(expected):
-            continue
-        reached = float(mode_trajectory(s, u0, [got]).flatten()[0]) / s if got > 0 else u0 / s
-        hint = f"at your time the mode is at {reached:.1%} of s, not 50%"
-        if abs(got - math.log(s / u0) / (2 * s)) < 1e-3 * abs(expected):
-            hint = "log(s/u0)/(2s) is only the small-u0 approximation - solve u(t) = s/2 exactly (keep the -1)"
-        elif abs(got - 2 * expected) < 1e-3 * abs(expected) or abs(got - expected / 2) < 1e-3 * abs(expected):
-            hint += " - your answer is off by a factor of 2; the growth rate of u is 2s"
-        _fail("half-time", f"s={s}, u0={u0}: expected t_half = {expected:.4f}, got {got:.4f} ({hint})")
 
 
 @_exercise("ex-2.3", "Strong modes first", function="learning_order", difficulty=2, minutes=20)

@@ -38,7 +38,8 @@ def check_predicted_velocity(predicted_velocity: Callable) -> None:
     from ..theory import autograd_embedding_velocity
 
     task = StaircaseTask(strengths=(0.3, 0.3, 0.3), attribute_size=2)
-    model = EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d_embed=8, d_hidden=16, gamma=1.0, seed=3)
+    model = EmbMLP(vocab_size=task.vocab_size, seq_len=task.seq_len, n_labels=task.n_labels, d_embed=8, d_hidden=16,
+                   gamma=1.0, seed=3)
     got = predicted_velocity(exact_signature_drives(task), model.readout.weight.detach(),
                              model.first_layer_blocks().detach(), 0.5)
     measured = autograd_embedding_velocity(model, task).double()
@@ -82,7 +83,8 @@ def check_hidden_bias_velocity(hidden_bias_velocity: Callable) -> None:
     task = StaircaseTask(strengths=(0.3, 0.3, 0.3), attribute_size=2)
     drives = exact_signature_drives(task).double()
     for seed in (4, 5):
-        model = EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d_embed=8, d_hidden=16, gamma=1.5, seed=seed)
+        model = EmbMLP(vocab_size=task.vocab_size, seq_len=task.seq_len, n_labels=task.n_labels, d_embed=8,
+                       d_hidden=16, gamma=1.5, seed=seed)
         embedding = model.embedding.detach().double()
         blocks = model.first_layer_blocks().detach().double()
         readout = model.readout.weight.detach().double()

@@ -8,8 +8,7 @@ import torch
 
 from ._core import _exercise, _fail
 
-__all__ = ["check_half_rise_time", "check_surviving_stairs", "check_plateau_loss", "check_stair0_ratio",
-           "check_linear_final_loss"]
+__all__ = ["check_half_rise_time", "check_surviving_stairs", "check_plateau_loss", "check_stair0_ratio"]
 
 
 @_exercise("ex-4.1", "Detect a stair", function="half_rise_time", difficulty=1, minutes=15)
@@ -116,37 +115,3 @@ def check_stair0_ratio(stair0_ratio: Callable) -> None:
           f"x{wide:.2f} (a prediction; not recorded)")
 
 
-def check_linear_final_loss(linear_final_loss: Callable) -> bool:
-    """Check ``linear_final_loss(strengths, attribute_size) -> float``: the loss (nats) an Emb-MLP with the
-    identity activation converges to on the three-attribute task; then train one for a few seconds. (Chapter
-    4's former Exercise 4.4, which the page answered above it; kept for notebooks that call it.)"""
-    from ..models import EmbMLP
-    from ..tasks import StaircaseTask
-    from ..training import TrainConfig, train
-
-    cases = (((0.4, 0.3, 0.2), 4), ((0.0, 0.5, 0.4), 4), ((0.2, 0.2, 0.5), 3), ((0.6, 0.0, 0.0), 4))
-    for strengths, size in cases:
-        got = linear_final_loss(strengths, size)
-        if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
-            _fail("ex-4.4", f"return one number (the loss in nats), got {type(got).__name__}")
-        levels = StaircaseTask(strengths=strengths, attribute_size=size).loss_levels().double()
-        expected = _ref_plateau_loss(strengths[0], size)
-        if abs(float(got) - expected) > 1e-4:
-            near = int(torch.argmin((levels - float(got)).abs()))
-            hint = ("a linear activation makes the logits a sum of one function per position: which rule can "
-                    "such a sum express, and which moments does the trained model match?" if near != 1 else
-                    "close to the right level, but not exact: the answer is a closed form in lambda_0 and C")
-            _fail("ex-4.4", f"strengths={strengths}, attribute_size={size}: got {float(got):.4f}, the exact "
-                            f"levels are {[round(x, 4) for x in levels.tolist()]}. Hint: {hint}")
-    # predict, then run: a tiny identity-activation model, a few seconds on a CPU
-    strengths, size = cases[0]
-    task = StaircaseTask(strengths=strengths, attribute_size=size)
-    model = EmbMLP(task.vocab_size, 3, task.n_labels, d_embed=8, d_hidden=16, activation="identity",
-                   gamma=1.0, seed=0)
-    run = train(model, task, TrainConfig(steps=400, lr=1e-2, batch_size=256, eval_size=4096, record="log",
-                                         records_per_decade=5, progress=False))
-    measured = float(run.loss[-1])
-    levels = task.loss_levels().tolist()
-    print(f"ex-4.4: predicted {float(linear_final_loss(strengths, size)):.4f} nats; a tiny identity-activation "
-          f"model trained for 400 steps ends at {measured:.4f} (levels {[round(x, 4) for x in levels]})")
-    return True

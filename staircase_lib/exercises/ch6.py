@@ -62,7 +62,7 @@ def check_signature_embedding(signature_embedding: Callable) -> None:
 
     task = StaircaseTask(strengths=(0.15, 0.25, 0.55))
     embedding = signature_embedding(task.kernel(0) + task.kernel(1), 8, 16.0)
-    model = EmbMLP(64, 3, 4, d_embed=8, d_hidden=64, gamma=1.0, seed=0)
+    model = EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, d_hidden=64, gamma=1.0, seed=0)
     model.load_embeddings(torch.as_tensor(embedding).float(), freeze=True)
     run = train(model, task, TrainConfig(steps=400, batch_size=256, record_every=25, eval_size=1024, progress=False))
     levels = task.loss_levels()

@@ -2,14 +2,16 @@
 the activations, the embedding matrix and the input checks."""
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import torch
 from torch import nn
 
-from .._checks import check_bool, check_finite_float, check_positive_int, check_nonnegative_int, check_tokens
+from .._checks import (check_bool, check_choice, check_finite_float, check_nonnegative_int, check_positive_int,
+                       check_tokens)
 
-__all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "parameter_count", "TokenModel"]
+__all__ = ["ACTIVATIONS", "ACTIVATION_SLOPE_AT_ZERO", "init_scale", "TokenModel"]
 
 
 def _quadratic(a: torch.Tensor) -> torch.Tensor:
@@ -21,26 +23,30 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "silu": nn.functional.silu,
     "tanh": torch.tanh,
     "identity": lambda a: a,
-    "linear": lambda a: a,
     "quadratic": _quadratic,
     "relu": torch.relu,
 }
-"""Activation functions by name (``"linear"`` is an alias of ``"identity"``)."""
+"""Activation functions by name (the constructors still take ``"linear"``, the old name of ``"identity"``)."""
 
 ACTIVATION_SLOPE_AT_ZERO: dict[str, float] = {
-    "gelu": 0.5, "silu": 0.5, "tanh": 1.0, "identity": 1.0, "linear": 1.0, "quadratic": 1.0,
+    "gelu": 0.5, "silu": 0.5, "tanh": 1.0, "identity": 1.0, "quadratic": 1.0,
 }
 """sigma'(0) for the smooth activations; ReLU is not smooth at 0 and has none."""
+
+
+def activation_name(activation: str) -> str:
+    """``activation`` checked against :data:`ACTIVATIONS`; the old name ``"linear"`` gives ``"identity"`` with a
+    DeprecationWarning."""
+    if activation == "linear":
+        warnings.warn('activation="linear" is deprecated, pass activation="identity"', DeprecationWarning,
+                      stacklevel=3)
+        return "identity"
+    return check_choice("activation", activation, list(ACTIVATIONS))
 
 
 def init_scale(fan_in: int, gamma: float) -> float:
     """Standard deviation ``fan_in ** -gamma`` of the course's initialization."""
     return float(fan_in) ** (-gamma)
-
-
-def parameter_count(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 class TokenModel(nn.Module):

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from .._checks import check_choice, check_positive_int
-from .base import ACTIVATIONS, TokenModel
+from .base import ACTIVATIONS, TokenModel, activation_name
 
 __all__ = ["EmbMLP", "EmbLinear", "EmbMLPConfig", "EmbLinearConfig"]
 
@@ -53,7 +53,7 @@ class EmbMLP(TokenModel):
                  activation: str = "gelu", gamma: float = 1.0, seed: int = 0, pool: str = "concat"):
         super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
         check_positive_int("d_hidden", d_hidden)
-        self.activation = check_choice("activation", activation, list(ACTIVATIONS))
+        self.activation = activation_name(activation)
         self.pool = check_choice("pool", pool, ["concat", "sum"])
         self.d_hidden = d_hidden
         self.config = EmbMLPConfig(vocab_size, seq_len, n_labels, d_embed, d_hidden, self.activation, self.pool)

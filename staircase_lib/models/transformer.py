@@ -15,8 +15,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .._checks import check_choice, check_positive_int, check_tokens
-from .base import ACTIVATIONS, TokenModel
+from .._checks import check_choice, check_positive_int, check_tokens, renamed_argument
+from .base import ACTIVATIONS, TokenModel, activation_name
 
 __all__ = ["TransformerConfig", "Transformer", "AttentionModel", "TinyGPT", "attend"]
 
@@ -42,7 +42,7 @@ class TransformerConfig:
     n_heads: int = 1
     d_hidden: int | None = 128  # the MLP width; None: attention-only blocks
     activation: str = "gelu"
-    readout: str = "last"
+    readout_mode: str = "last"
     causal: bool = False
     layer_norm: bool = False
     tied: bool = False
@@ -116,8 +116,9 @@ class Block(nn.Module):
 class Transformer(TokenModel):
     """Transformer over ``h_i = e_{x_i} + p_i`` (``positions`` Tensor[L, d]) with ``n_layers`` blocks.
 
-    ``readout``: ``"last"`` (logits ``W_U u_{L-1} + b`` of the last position: Tensor[N, C]), ``"mean"``
-    (from the mean over positions: Tensor[N, C]) or ``"all"`` (every position: Tensor[N, L, C]).
+    ``readout_mode``: ``"last"`` (logits ``W_U u_{L-1} + b`` of the last position: Tensor[N, C]), ``"mean"``
+    (from the mean over positions: Tensor[N, C]) or ``"all"`` (every position: Tensor[N, L, C]); the layer
+    ``readout`` (``W_U``, ``b``) reads the logits out (``readout=`` as an argument: the old name of ``readout_mode``).
     ``tied=True`` uses the embedding matrix as the unembedding (needs ``n_labels == vocab_size``).
     ``forward(tokens, return_attention=False)``; with ``return_attention=True`` also the attention maps
     Tensor[N, n_layers, n_heads, L, L] (rows: queries).
@@ -142,8 +143,9 @@ class Transformer(TokenModel):
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
                  n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
-                 readout: str = "last", causal: bool = False, layer_norm: bool = False, tied: bool = False,
-                 gamma: float = 1.0, seed: int = 0):
+                 readout_mode: str = "last", causal: bool = False, layer_norm: bool = False, tied: bool = False,
+                 gamma: float = 1.0, seed: int = 0, *, readout: str | None = None):
+        readout_mode = renamed_argument("readout", readout, "readout_mode", readout_mode, "last")
         super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
         check_positive_int("n_layers", n_layers)
         check_positive_int("n_heads", n_heads)
@@ -156,13 +158,13 @@ class Transformer(TokenModel):
             check_positive_int("d_hidden", d_hidden)
         if tied and n_labels != vocab_size:
             raise ValueError(f"tied=True needs n_labels == vocab_size, got {n_labels} and {vocab_size}")
-        self.activation = check_choice("activation", activation, list(ACTIVATIONS))
-        self.readout_mode = check_choice("readout", readout, list(READOUTS))
+        self.activation = activation_name(activation)
+        self.readout_mode = check_choice("readout_mode", readout_mode, list(READOUTS))
         self.n_layers, self.n_heads, self.causal = n_layers, n_heads, causal
         self.layer_norm, self.tied = layer_norm, tied
         self.d_hidden = (d_hidden or 4 * d_embed) if mlp else None
         self.config = TransformerConfig(vocab_size, seq_len, n_labels, d_embed, n_layers, n_heads, self.d_hidden,
-                                        activation, readout, causal, layer_norm, tied)
+                                        self.activation, readout_mode, causal, layer_norm, tied)
         self.positions = nn.Parameter(self._normal(seq_len, d_embed, fan_in=d_embed))
         self.blocks = nn.ModuleList(Block(self.config, self._linear) for _ in range(n_layers))
         self.norm_out = nn.LayerNorm(d_embed) if layer_norm else nn.Identity()
@@ -217,17 +219,18 @@ class Transformer(TokenModel):
 
 
 class AttentionModel(Transformer):
-    """Transformer classifier (Chapter 5): logits read out at the last position (``readout="last"``) or
-    from the mean over positions (``readout="mean"``); ``forward(tokens: LongTensor[N, L]) -> Tensor[N, C]``.
+    """Transformer classifier (Chapter 5): logits read out at the last position (``readout_mode="last"``) or
+    from the mean over positions (``readout_mode="mean"``); ``forward(tokens: LongTensor[N, L]) -> Tensor[N, C]``.
     """
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
                  n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
-                 readout: str = "last", causal: bool = False, layer_norm: bool = False, gamma: float = 1.0,
-                 seed: int = 0):
-        check_choice("readout", readout, ["last", "mean"])
+                 readout_mode: str = "last", causal: bool = False, layer_norm: bool = False, gamma: float = 1.0,
+                 seed: int = 0, *, readout: str | None = None):
+        readout_mode = renamed_argument("readout", readout, "readout_mode", readout_mode, "last")
+        check_choice("readout_mode", readout_mode, ["last", "mean"])
         super().__init__(vocab_size, seq_len, n_labels, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads, mlp=mlp,
-                         d_hidden=d_hidden, activation=activation, readout=readout, causal=causal,
+                         d_hidden=d_hidden, activation=activation, readout_mode=readout_mode, causal=causal,
                          layer_norm=layer_norm, tied=False, gamma=gamma, seed=seed)
 
 
@@ -240,7 +243,7 @@ class TinyGPT(Transformer):
                  mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu", layer_norm: bool = False,
                  tied: bool = False, gamma: float = 1.0, seed: int = 0):
         super().__init__(vocab_size, seq_len, vocab_size, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads,
-                         mlp=mlp, d_hidden=d_hidden, activation=activation, readout="all", causal=True,
+                         mlp=mlp, d_hidden=d_hidden, activation=activation, readout_mode="all", causal=True,
                          layer_norm=layer_norm, tied=tied, gamma=gamma, seed=seed)
 
     def _check_input(self, tokens: torch.Tensor) -> None:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["GUARD_DIR", "offline_pythonpath", "notebook_environment"]
+__all__ = ["offline_pythonpath", "notebook_environment"]
 
 GUARD_DIR = Path(__file__).resolve().parent
 """The folder that holds the guard's ``sitecustomize.py``."""

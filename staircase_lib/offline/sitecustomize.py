@@ -16,7 +16,7 @@ import socket
 import sys
 from typing import Any
 
-__all__ = ["NetworkBlockedError"]
+__all__ = []
 
 
 class NetworkBlockedError(ConnectionRefusedError):

@@ -17,8 +17,8 @@ from .. import metrics, plotting, signatures
 from ..claims import ch1, glue, glue_bound
 from .base import Experiment
 
-__all__ = ["Experiment", "COUNTING_SIZES", "first_stair", "counting_error", "pure_pair", "kernel_checks",
-           "chance_level", "token_explorer"]
+__all__ = ["Experiment", "first_stair", "counting_error", "pure_pair", "kernel_checks", "chance_level",
+           "token_explorer"]
 
 # the sample sizes of the counting-error experiment
 COUNTING_SIZES = (5_000, 20_000, 80_000, 320_000, 1_280_000)

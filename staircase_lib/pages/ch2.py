@@ -17,9 +17,8 @@ from .. import plotting, theory
 from ..claims import ch2, glue, glue_bound
 from .base import Experiment, listed as _listed
 
-__all__ = ["Experiment", "SINGULAR_VALUES", "simulation", "plot_run", "plot_modes", "plot_phase",
-           "conserved_quantity", "random_inits", "plot_random", "timing_law", "plot_timing", "three_factors",
-           "plot_depth", "order_ratio", "mode_curves", "show_modes"]
+__all__ = ["Experiment", "simulation", "plot_run", "plot_phase", "conserved_quantity", "random_inits", "plot_random",
+           "timing_law", "plot_timing", "three_factors", "plot_depth", "order_ratio", "show_modes"]
 
 SINGULAR_VALUES = (3.0, 2.0, 1.0)  # the chapter's target: three modes, well separated
 

@@ -20,7 +20,7 @@ from ..training.batched import ADAM_DEFAULTS
 from .base import Experiment, listed as _listed
 
 __all__ = ["Experiment", "STRENGTHS", "staircase", "mean_pooling", "velocity", "bag_of_tokens", "pair_stair",
-           "adam_eps", "saturation_trap", "first_below"]
+           "adam_eps", "saturation_trap"]
 
 
 def first_below(steps: torch.Tensor, entropy: torch.Tensor, level: float = 0.5) -> int | None:
@@ -103,7 +103,7 @@ def velocity(page: Experiment, on_task: torch.Tensor, on_null: torch.Tensor, mea
     predicted term). Claims: direct velocity, label-driven = mean pool."""
     cosines, shares = {}, {}
     for gamma in gammas:
-        model = models.AttentionModel(64, 3, 4, gamma=gamma, seed=0)
+        model = models.AttentionModel(vocab_size=64, seq_len=3, n_labels=4, gamma=gamma, seed=0)
         measured = theory.autograd_embedding_velocity(model, page.task)
         direct = theory.attention_embedding_velocity(model, page.task, terms=("direct",))
         full = theory.attention_embedding_velocity(model, page.task)
@@ -186,7 +186,7 @@ def adam_eps(page: Experiment, batch_size: int = 512, seed: int = 0) -> Experime
     the rms gradient of each weight matrix on one training batch of the reversed task, against ``eps``. Where
     the rms is far below ``eps``, Adam's step ``lr m / (sqrt(v) + eps)`` is ``(lr / eps) m``: momentum SGD
     with learning rate ``lr / eps``. No claim (a measurement the text quotes)."""
-    model = models.AttentionModel(64, 3, 4, gamma=1.0, seed=seed)
+    model = models.AttentionModel(vocab_size=64, seq_len=3, n_labels=4, gamma=1.0, seed=seed)
     batch = page.task.sample(batch_size, torch.Generator().manual_seed(seed))
     loss = torch.nn.functional.cross_entropy(model(batch.tokens), batch.labels)
     loss.backward()

@@ -19,8 +19,7 @@ from ..claims import ch6, glue, glue_bound
 from .base import Experiment, listed as _listed
 
 __all__ = ["Experiment", "frozen_member", "frozen_gd", "frozen_adam", "transplant", "anchor_signatures",
-           "anchor_mappings", "attribute_part", "held_out_pair", "key_order", "anchor_run", "anchor_explorer",
-           "draw_levels"]
+           "anchor_mappings", "held_out_pair", "key_order", "anchor_explorer", "draw_levels"]
 
 STRENGTHS = (0.15, 0.25, 0.55)
 LEVEL_NAMES = ["level 0 (no rule)", "level 1 (order 0)", "level 2 (orders 0-1)"]
@@ -33,7 +32,8 @@ def _staircase_task() -> tasks.StaircaseTask:
 def frozen_member(seed: int, E: torch.Tensor, gamma: float = 1.0) -> models.EmbMLP:
     """The chapter's Emb-MLP (V = 64, L = 3, C = 4, d = 32, m = 128) with its embedding frozen to ``E``
     Tensor[64, 32]: only W1 and W2 train, from their small initialization (std = fan_in^-gamma)."""
-    model = models.EmbMLP(64, 3, 4, d_embed=recordings.ch6.D_EMBED, d_hidden=recordings.ch6.D_HIDDEN,
+    model = models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=recordings.ch6.D_EMBED,
+                          d_hidden=recordings.ch6.D_HIDDEN,
                           gamma=gamma, seed=seed)
     return model.load_embeddings(E, freeze=True)
 
@@ -100,12 +100,12 @@ def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, ste
     structured_runs, random_runs, control_runs = runs[:k], runs[k: 2 * k], runs[2 * k:]
     levels = task.loss_levels()
     margin_level = task.pair_margin_level() / 2
-    t_structured = ch6.pair_stair_times(structured_runs, margin_level)  # None = censored
-    t_random = ch6.pair_stair_times(random_runs, margin_level)
-    t_control = ch6.pair_stair_times(control_runs, margin_level)
+    t_structured = metrics.pair_stair_times(structured_runs, margin_level)  # None = censored
+    t_random = metrics.pair_stair_times(random_runs, margin_level)
+    t_control = metrics.pair_stair_times(control_runs, margin_level)
     speedup = ch6.frozen_speedup(t_structured, t_random, steps, steps, threshold=10)
     pair_level = float(levels[1] + levels[2]) / 2  # halfway down the loss's pair stair
-    t_loss_control = ch6.crossing_times(control_runs, pair_level)
+    t_loss_control = metrics.crossing_times(control_runs, pair_level)
     spectra = {name: torch.linalg.svdvals(E) for name, E in embeddings.items()}
     control = ch6.no_pair_without_g1(t_control, t_loss_control, spectra["structured"].tolist(),
                                      spectra["control"].tolist())
@@ -144,7 +144,8 @@ def transplant(margin_level: float, seeds: Sequence[int] = (0, 1, 2), donor_step
     start, the norm helps."""
     task = _staircase_task()
     seeds = list(seeds)
-    donor_models = [models.EmbMLP(64, 3, 4, d_embed=recordings.ch6.D_EMBED, d_hidden=recordings.ch6.D_HIDDEN,
+    donor_models = [models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=recordings.ch6.D_EMBED,
+                                  d_hidden=recordings.ch6.D_HIDDEN,
                                   gamma=1.0, seed=s) for s in seeds]
     training.train_ensemble(donor_models, task, training.TrainConfig(steps=donor_steps, lr=1e-2, record="log",
                                                                      records_per_decade=20, eval_size=2048),
@@ -160,7 +161,7 @@ def transplant(margin_level: float, seeds: Sequence[int] = (0, 1, 2), donor_step
     donors = ch6.donors_reproduce_recorded(donor_cka, recorded.donor_cka[: len(donor_cka)].tolist())
     head = ch6.no_head_start(times["transplant"], times["random, same norm"], n, n)
     norm = ch6.norm_helps(times["random, same norm"], times["fresh"], n, n)
-    p_fresh = ch6.paired_lead(times["transplant"], times["fresh"])
+    p_fresh = metrics.paired_lead(times["transplant"], times["fresh"])
     for name, key in zip(arms, ("fresh", "transplant", "same_norm")):
         glue(f"ch6_med_{key}", metrics.median(times[name]), "{:.0f}")
     glue_bound("ch6_donor_cka", min(donor_cka), "lower")
@@ -276,7 +277,8 @@ def anchor_run(gamma: float, memorized: float, steps: int, config: training.Trai
     loss and the held-out pair's accuracy (the explorer's run)."""
     t = tasks.AnchorTask(memorized=memorized, seed=0, hold_mirror=True)
     names = [n for n in ("reasoning", "memorization") if len(t.keys(n))]
-    m = models.EmbMLP(t.vocab_size, 3, t.n_labels, d_embed=32, d_hidden=128, gamma=gamma, seed=0)
+    m = models.EmbMLP(vocab_size=t.vocab_size, seq_len=3, n_labels=t.n_labels, d_embed=32, d_hidden=128, gamma=gamma,
+                      seed=0)
     extra = {"held-out pair": t.held_out_batch()} if "reasoning" in names else {}
     return training.train(m, t, replace(config, steps=steps), probes={**{n: t.dataset(n) for n in names}, **extra})
 

@@ -17,9 +17,8 @@ from .. import metrics, models, plotting, tasks as _tasks, training
 from ..claims import ch7, glue, glue_bound
 from .base import Experiment, listed as _listed
 
-__all__ = ["Experiment", "N_NUMBERS", "kernels", "plot_kernels", "geometry", "plot_geometry",
-           "plot_kernel_vs_cosine", "mode_shares", "timing", "plot_timing", "held_out", "plot_held_out",
-           "addition_explorer"]
+__all__ = ["Experiment", "kernels", "plot_kernels", "geometry", "plot_geometry", "plot_kernel_vs_cosine", "timing",
+           "plot_timing", "held_out", "plot_held_out", "addition_explorer"]
 
 N_NUMBERS = 30
 
@@ -311,7 +310,8 @@ def addition_explorer(book_runs: Mapping[tuple, training.History], config: train
             chosen, probes["held out"] = chosen.split_pairs(0.8, seed=0)
         if (task, gamma, width) in book_runs:
             return chosen, book_runs[task, gamma, width]
-        model = models.EmbMLP(N_NUMBERS, 2, chosen.n_labels, d_embed=32, d_hidden=128, gamma=gamma, seed=0)
+        model = models.EmbMLP(vocab_size=N_NUMBERS, seq_len=2, n_labels=chosen.n_labels, d_embed=32, d_hidden=128,
+                              gamma=gamma, seed=0)
         steps = config.steps if task == "integer" else 500
         own = replace(config, steps=steps, record_every=steps, record="linear")
         return chosen, training.train(model, chosen, own, probes=probes)

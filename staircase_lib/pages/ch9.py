@@ -15,8 +15,7 @@ from ..tasks import StaircaseTask
 from ..training import History
 from .base import Experiment
 
-__all__ = ["CLASSIFIERS", "LABELS", "WINDOWS", "FACTOR", "language_model_curves", "three_models", "new_seeds",
-           "sgd_verdict"]
+__all__ = ["three_models", "new_seeds", "sgd_verdict"]
 
 CLASSIFIERS = ("Emb-MLP", "transformer")
 # the two curves of each model: the order-0 (noun-slot) alignment and the first context alignment

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from .. import results, runtime
 from . import ch3, ch4, ch5, ch6, ch8, ch9
 
-__all__ = ["RECORDERS", "ch3", "ch4", "ch5", "ch6", "ch8", "ch9", "obtain", "rerun", "settings_of"]
+__all__ = ["ch3", "ch4", "ch5", "ch6", "ch8", "ch9", "obtain", "rerun"]
 
 # every shipped result a chapter or a test loads -> the function that recorded it
 RECORDERS: dict[str, Callable[..., dict]] = {

@@ -64,7 +64,8 @@ def gradient_descent_stage0(*, seeds: Sequence[int] = (0, 1, 2), gamma: float = 
     start = time.time()
     runs = []
     for seed in seeds:
-        model = models.EmbMLP(64, 3, 4, d_embed=32, d_hidden=256, activation="gelu", gamma=gamma, seed=seed)
+        model = models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=32, d_hidden=256, activation="gelu",
+                              gamma=gamma, seed=seed)
         history = training.train(model, task, replace(config, seed=seed))
         emb = history.embeddings
         curves = [metrics.alignment_curve(emb, K) for K in kernels]

@@ -41,7 +41,8 @@ def sweep(*, gammas: Sequence[float] = (0.25, 0.5, 0.75, 1.0, 1.25), seeds: Sequ
     start = time.time()
     runs, labels = [], []
     for activation in activations:  # an ensemble shares one architecture: one per activation
-        members = [models.EmbMLP(64, 3, 4, d_embed=d_embed, d_hidden=d_hidden, activation=activation,
+        members = [models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=d_embed, d_hidden=d_hidden,
+                                 activation=activation,
                                  gamma=g, seed=s) for g, s in grid]
         runs += training.train_ensemble(members, task, config, seeds=[s for _, s in grid])
         labels += [(activation, g, s) for g, s in grid]

@@ -32,8 +32,7 @@ from .. import metrics, models, runtime, signatures, tasks, training
 from .._checks import check_positive_int
 from ..results import rounded
 
-__all__ = ["STRENGTHS", "CONTROL_SEEDS", "PAIR_STAIR_SEEDS", "RecordedAttentionModel", "PairStairModel",
-           "attention", "model_seeds", "trap_control", "pair_stair"]
+__all__ = ["STRENGTHS", "PairStairModel", "attention", "trap_control", "pair_stair"]
 
 STRENGTHS = (0.15, 0.45, 0.35)
 CONTROL_SEEDS = 13

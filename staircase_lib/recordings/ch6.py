@@ -45,13 +45,15 @@ def transplant(*, donor_steps: int = 600, steps: int = 3000, seeds: Sequence[int
     config = training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=records_per_decade,
                                   eval_size=2048, device=device, progress=False, engine="auto")
     start = time.time()
-    donors = [models.EmbMLP(64, 3, 4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0, seed=s) for s in seeds]
+    donors = [models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0,
+                            seed=s) for s in seeds]
     training.train_ensemble(donors, task, replace(config, steps=donor_steps), seeds=seeds)
     donor_embeddings = [m.embedding.detach().cpu() for m in donors]
     receivers = []
     for arm in ARMS:
         for s, E in zip(seeds, donor_embeddings):
-            model = models.EmbMLP(64, 3, 4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0, seed=10 + s)
+            model = models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0,
+                                  seed=10 + s)
             given = {"fresh": None, "transplant": E,
                      "random, same norm": random_embedding(s, task.vocab_size, norm) * E.norm() / norm}[arm]
             receivers.append(model if given is None else model.load_embeddings(given))
@@ -99,7 +101,8 @@ def frozen_gd(*, steps: int = 8000, seeds: Sequence[int] = tuple(range(5)), lr: 
                                   records_per_decade=records_per_decade, eval_size=2048, device=device,
                                   progress=False, engine="auto")
     arms = ("structured", "random")
-    members = [models.EmbMLP(64, 3, 4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0, seed=s).load_embeddings(
+    members = [models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0,
+                             seed=s).load_embeddings(
         structured if arm == "structured" else random_embedding(s, task.vocab_size, norm), freeze=True)
         for arm in arms for s in seeds]
     start = time.time()
@@ -126,8 +129,8 @@ def pure_task(*, steps: int = 1000, seeds: Sequence[int] = tuple(range(10)), gam
     pure = tasks.AnchorTask(memorized=0.0, seed=0, hold_mirror=True)
     config = training.TrainConfig(steps=steps, lr=1e-3, batch_size=256, record_every=100, eval_size=256,
                                   device=device, progress=False, engine="auto")
-    members = [models.EmbMLP(pure.vocab_size, 3, pure.n_labels, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=g,
-                             seed=s) for g in gammas for s in seeds]
+    members = [models.EmbMLP(vocab_size=pure.vocab_size, seq_len=3, n_labels=pure.n_labels, d_embed=D_EMBED,
+                             d_hidden=D_HIDDEN, gamma=g, seed=s) for g in gammas for s in seeds]
     start = time.time()
     runs = training.train_ensemble(members, pure, config, seeds=seeds * len(gammas),
                                    probes={"held-out pair": pure.held_out_batch()})

@@ -25,7 +25,7 @@ from .. import metrics, models, predictions, runtime, training
 from .._checks import check_positive_int
 from ..results import rounded
 
-__all__ = ["CURVES", "PARTIAL_CURVES", "REFERENCES", "measure", "real_text"]
+__all__ = ["CURVES", "REFERENCES", "measure", "real_text"]
 
 CURVES = ("bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial")
 PARTIAL_CURVES = ("skipgram2_partial", "skipgram3_partial", "bag_partial")

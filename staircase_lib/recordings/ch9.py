@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from .. import metrics, models, runtime, tasks, training
 from ..results import rounded
 
-__all__ = ["GAMMAS", "MODELS", "STRENGTHS", "seeds_and_control"]
+__all__ = ["GAMMAS", "STRENGTHS", "seeds_and_control"]
 
 STRENGTHS = (0.15, 0.45, 0.35)
 GAMMAS = (1.0, 0.25, 0.5)

@@ -20,8 +20,8 @@ def _check_one_layer(model) -> None:
         raise ValueError("the leading-order theory covers one layer without LayerNorm; got "
                          f"n_layers={model.n_layers}, layer_norm={model.layer_norm}")
     if model.causal and model.readout_mode == "mean":
-        raise ValueError("causal attention with readout='mean' is not covered (each query sees a different "
-                         "number of positions); use readout='last'")
+        raise ValueError("causal attention with readout_mode='mean' is not covered (each query sees a different "
+                         "number of positions); use readout_mode='last'")
 
 
 def attention_embedding_velocity(model: AttentionModel, task, terms: Sequence[str] = _TERMS) -> torch.Tensor:
@@ -31,7 +31,7 @@ def attention_embedding_velocity(model: AttentionModel, task, terms: Sequence[st
     readout is ``z = M (h_L + W_O W_V h_bar) + const`` with ``M = W_U (I + W_2 diag(sigma'(b_1)) W_1)``:
     ``dE/dt = S^(L) M`` (``"direct"``: the readout position's order-0 drive through the residual path)
     ``+ (1/L) sum_j S^(j) M W_O W_V`` (``"mean_pool"``: every position's drive through the value path).
-    With ``readout="mean"`` both become ``(1/L) sum_j S^(j) M`` and ``(1/L) sum_j S^(j) M W_O W_V``.
+    With ``readout_mode="mean"`` both become ``(1/L) sum_j S^(j) M`` and ``(1/L) sum_j S^(j) M W_O W_V``.
     The drives ``S^(j)`` are the task's exact order-0 drives around the prediction ``q`` at zero input.
     """
     _check_one_layer(model)

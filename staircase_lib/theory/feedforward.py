@@ -2,12 +2,14 @@
 escape time of stair 0 from the Emb-MLP's per-factor initial scales (Chapter 4)."""
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
 import torch
 
 from .._checks import check_finite_float, check_positive_int
+from ..metrics import fit_line
 from ..models import ACTIVATION_SLOPE_AT_ZERO, EmbMLP
 from ..signatures import exact_signature_drives
 
@@ -129,6 +131,6 @@ def escape_exponent(fan_ins: Sequence[int], gammas: Sequence[float], d_ref: int)
     if len(set(gammas)) < 2:
         raise ValueError(f"gammas must hold at least 2 distinct values, got {gammas}")
     d_ref = check_positive_int("d_ref", d_ref, minimum=2)
-    x = np.array([(g - 0.5) * np.log(d_ref) for g in gammas])
-    y = np.log([escape_time(relative_init_scales(fan_ins, g)) for g in gammas])
-    return float(np.polyfit(x, y, 1)[0])  # two gammas suffice here: fit_line wants 3 points for its error
+    x = [(g - 0.5) * math.log(d_ref) for g in gammas]
+    y = [math.log(escape_time(relative_init_scales(fan_ins, g))) for g in gammas]
+    return fit_line(x, y)[0]  # two gammas suffice: the slope alone, no standard error

@@ -18,7 +18,6 @@ __all__ = [
     "mode_trajectory",
     "mode_time_to_reach",
     "mode_half_time",
-    "singular_target",
     "LinearNetworkConfig",
     "LinearNetworkHistory",
     "simulate_linear_network",

@@ -5,7 +5,7 @@ from typing import Callable, Sequence
 
 import torch
 
-__all__ = ["BatchStream", "CHUNK_SAMPLES", "as_batches", "evaluation_batches"]
+__all__ = ["BatchStream", "as_batches", "evaluation_batches"]
 
 CHUNK_SAMPLES = 1 << 15
 """Samples one member draws per call of its task's ``sample`` (about 1 MB of tokens for L = 3)."""

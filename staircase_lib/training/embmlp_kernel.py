@@ -28,7 +28,7 @@ from torch.optim.adam import adam
 from ..models import ACTIVATIONS, EmbMLP
 from .batched import ADAM_DEFAULTS, member_accuracies, member_losses
 
-__all__ = ["EmbMLPKernel", "activation_backward"]
+__all__ = ["EmbMLPKernel"]
 
 # (gradient wrt the output g, pre-activation a, output h, buffer o) -> gradient wrt a, written into o
 _DERIVATIVES = {
@@ -37,7 +37,6 @@ _DERIVATIVES = {
     "tanh": lambda g, a, h, o: torch.ops.aten.tanh_backward.grad_input(g, h, grad_input=o),
     "relu": lambda g, a, h, o: torch.mul(g, h > 0, out=o),
     "identity": lambda g, a, h, o: o.copy_(g),
-    "linear": lambda g, a, h, o: o.copy_(g),
     "quadratic": lambda g, a, h, o: torch.mul(g, 1 + a, out=o),
 }
 

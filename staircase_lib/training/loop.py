@@ -12,7 +12,7 @@ import torch
 
 from ..runtime import is_headless
 
-__all__ = ["Engine", "Records", "Recorder", "run", "show_progress"]
+__all__ = ["Records", "Recorder", "run"]
 
 
 class Engine(Protocol):
