@@ -57,6 +57,9 @@ def autograd_embedding_velocity(model, task, n_samples: int | None = None,
     """
     device = model.embedding.device
     if n_samples is None:
+        if task.vocab_size**task.seq_len > 2**20:
+            raise ValueError(f"the exact population risk needs V**L <= 2**20 sequences, got "
+                             f"{task.vocab_size**task.seq_len}; pass n_samples")
         tokens, targets = population(task)
         weights = torch.full((len(tokens),), 1.0 / len(tokens))
     else:
