@@ -46,6 +46,11 @@ import torch
 import staircase_lib as sl
 
 
+GPT2_RECIPE = dict(layer_norm=True, init_std=0.02, optimizer="adamw", weight_decay=0.1, warmup_steps=100,
+                   schedule="cosine", betas=(0.9, 0.95))
+"""What ``--gpt2`` sets (with ``tied=True``): GPT-2's and nanoGPT's choices, at the course's learning rate."""
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -68,6 +73,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--predictions", type=int, default=0,
                    help="held-out sequences on which to record KL(counted n-gram model || model) (0: none)")
     p.add_argument("--shuffled", action="store_true", help="train on the word-shuffled corpus (the null)")
+    p.add_argument("--tokenizer", choices=sl.text_corpus.TOKENIZERS, default="word",
+                   help="word-level tokens (with <unk>) or a byte-pair encoding trained on the corpus")
+    p.add_argument("--variant", type=int, default=None,
+                   help="train on a corpus changed the way another Python's would be, with this seed")
+    p.add_argument("--gpt2", action="store_true",
+                   help="GPT-2's recipe: pre-LayerNorm, tied embeddings, init std 0.02 (residual outputs / "
+                        "sqrt(2 layers)), AdamW (weight decay 0.1 on weights, betas 0.9 0.95), 100 warmup steps, "
+                        "cosine decay to lr / 10")
     p.add_argument("--out", type=Path, default=Path("ch8_real_text.json"), help="result file (JSON)")
     p.add_argument("--embeddings", type=Path, default=None,
                    help="also torch.save every run's snapshots of the frequent words' embeddings here")
@@ -87,7 +100,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "embeddings")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "embeddings", "gpt2")}
+    if args.gpt2:
+        settings.update(GPT2_RECIPE, tied=True)
     result = sl.recordings.ch8.real_text(**settings, keep_embeddings=args.embeddings is not None)
     if args.embeddings is not None:
         torch.save(result.pop("embeddings"), args.embeddings)
