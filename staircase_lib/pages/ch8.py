@@ -243,7 +243,8 @@ def initialization(recorded, large, page: Experiment) -> Experiment:
 
 
 GPT2 = {("word", 64): "ch8_gpt2_word_d64", ("bpe", 64): "ch8_gpt2_bpe_d64",
-        ("word", 128): "ch8_gpt2_word_d128", ("bpe", 128): "ch8_gpt2_bpe_d128"}
+        ("word", 128): "ch8_gpt2_word_d128", ("bpe", 128): "ch8_gpt2_bpe_d128",
+        ("word", 256): "ch8_gpt2_word_d256", ("bpe", 256): "ch8_gpt2_bpe_d256"}
 """The recorded GPT-2-style runs: (tokenizer, width) -> result name."""
 EQUAL_STEPS = (100, 1000, 4000)
 """The steps at which held-out losses are compared: on the plateau of gamma 1, after the bigram stair, the end."""
@@ -295,6 +296,7 @@ def gpt2(page: Experiment, large) -> Experiment:
         glue(f"ch8_gpt2_{tag}_gamma", runs[0].gamma, "{:.2f}")
     for tokenizer in ("word", "bpe"):
         runs = [x for (t, _), xs in reads.items() if t == tokenizer for x in xs]
+        glue(f"ch8_gpt2_{tokenizer}_leave", ", ".join(str(x.passes.numbers["leave"]) for x in runs), "{}")
         glue(f"ch8_gpt2_{tokenizer}_no_plateau",
              ch8.in_every_run([x.no_plateau for x in runs], tokenizer).numbers["holds_in"], "{}")
         glue(f"ch8_gpt2_{tokenizer}_climbs", ch8.in_every_run([x.climb for x in runs], tokenizer).numbers["holds_in"],
