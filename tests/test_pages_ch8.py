@@ -106,3 +106,10 @@ def test_timing_rests_on_three_seeds_per_scale(pred):
     assert {g: sum(len(p.runs) for p in ps) for g, ps in timed.items()} == {1.0: 3, 0.5: 3, 0.25: 3}
     seeds = {g: sorted(r.seed for p in ps for r in p.runs) for g, ps in timed.items()}
     assert all(s == [0, 1, 2] for s in seeds.values()), seeds
+
+
+def test_the_lag2_timing_holds_on_a_seed_the_page_does_not_use():
+    unused = sl.recordings.obtain("ch8_predictions_new_seeds")  # seed 3 at gamma 1, 0.5 and 0.25
+    times = dict(zip((r.gamma for r in unused.runs), ch8._rise_times(unused, "skipgram2_partial")))
+    assert sl.claims.ch8.times_grow_with_gamma({g: [times[g]] for g in (0.5, 1.0)})
+    assert not sl.claims.ch8.times_grow_with_gamma({g: [t] for g, t in times.items()})  # not monotone over all
