@@ -139,7 +139,8 @@ def _train_bpe(texts: list[str], vocab_size: int):
     try:
         from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     except ImportError as error:  # pragma: no cover - the package is a dependency of the course
-        raise ImportError("tokenizer='bpe' needs the tokenizers package (pip install tokenizers)") from error
+        raise ImportError("tokenizer='bpe' needs the tokenizers package (pip install tokenizers, or the 'bpe' extra "
+                          "of staircase-lib; Colab ships it)") from error
     bpe = Tokenizer(models.BPE(unk_token=UNK, end_of_word_suffix=_END_OF_WORD))
     bpe.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK], show_progress=False,

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 CHAPTER = ROOT / "chapters" / "01_probability_signatures.ipynb"
 # What Colab has preinstalled that matters here; their requirements join them in the base.
-COLAB_BASE = ("torch", "numpy", "matplotlib", "ipywidgets", "tokenizers", "pip")
+COLAB_BASE = ("torch", "numpy", "matplotlib", "ipywidgets", "pip")
 # A declared dependency the base lacks: pure Python and without dependencies of its own.
 MISSING = "tqdm"
 GIT_REQUIREMENT = f'"staircase-lib @ git+{PROJECT["urls"]["Homepage"]}"'  # tools/course_url.py keeps it current
