@@ -261,7 +261,8 @@ def gpt2(page: Experiment, large) -> Experiment:
     the held-out losses of gamma 1, gamma 0.5 and the word-level GPT-2-style runs at width 64 at
     :data:`EQUAL_STEPS`. Claims: the bigram first in every GPT-2-style run (and its null), a rest on the unigram
     level in every one (the loss does not pass it within a factor 2 in time; it does at gamma 0.25, the null),
-    also without the warmup (``ch8_gpt2_word_d64_no_warmup``), and the held-out comparisons at equal steps."""
+    also without the warmup (``ch8_gpt2_word_d64_no_warmup``), a rest under the plateau's factor with subword
+    tokens and over it with words (as at gamma 1), and the held-out comparisons at equal steps."""
     results = {key: recordings.obtain(name) for key, name in GPT2.items()}
     reads = {}
     for key, result in results.items():
@@ -305,7 +306,16 @@ def gpt2(page: Experiment, large) -> Experiment:
             [Claim("bigram closest after the unigram, then the trigram fall",
                    x.climb.numbers["bigram_first"] is not None and x.climb.numbers["trigram_fall"] >= 0.05, {})
              for x in runs], tokenizer).numbers["holds_in"], "{}")
+    # the length of the rest, by the plateau's factor counted from the start: under it with subword tokens,
+    # over it with words (read after the runs: we expected no run over it); the gamma = 1 runs are over it
+    by_tokens = {t: [x.no_plateau for (tok, _), xs in reads.items() if tok == t for x in xs] for t in ("word", "bpe")}
     one = page.predicted[1.0]
+    course_long = [ch8.plateau_gone(one.steps, r.heldout_loss, float(one.levels["unigram"]), max_ratio=MIN_RATIO)
+                   for r in one.runs]
+    short_bpe = ch8.in_every_run(by_tokens["bpe"], "GPT-2 recipe, subword tokens: no rest of the plateau's factor")
+    long_word = Claim("GPT-2 recipe, words: every rest reaches the plateau's factor, as at gamma 1 (the null of the "
+                      "subword claim)", not any(by_tokens["word"]) and not any(course_long),
+                      {"word": [bool(c) for c in by_tokens["word"]], "gamma 1": [bool(c) for c in course_long]})
     course = [ch8.plateau_gone(one.steps, r.heldout_loss, float(one.levels["unigram"])) for r in one.runs]
     glue("ch8_gpt2_course_dwell", ", ".join(f"{c.numbers['dwell_ratio']:.1f}" for c in course), "{}")
     glue("ch8_gpt2_unk", float(results[("word", 64)].corpus["unk_fraction"]) * 100, "{:.0f}")
@@ -335,6 +345,8 @@ def gpt2(page: Experiment, large) -> Experiment:
               "GPT-2 recipe: the loss rests on the unigram level (recorded)": rests,
               "rest rule fails at gamma 0.25 (null)": rests_null,
               "GPT-2 recipe without warmup: the loss rests too": rests_bare,
+              "GPT-2 recipe, subword tokens: a shorter rest": short_bpe,
+              "GPT-2 recipe, words: a plateau-long rest (null of the above)": long_word,
               "gamma 0.5 below gamma 1 at equal steps": ch8.lower_loss_at(steps, losses["half"], losses["one"],
                                                                           EQUAL_STEPS),
               "gamma 0.5 below the GPT-2 recipe at equal steps": ch8.lower_loss_at(
