@@ -30,7 +30,33 @@ the word-shuffled corpus, and on a seed the chapter does not use:
     python scripts/ch8_real_text.py --seeds 1 --first-seed 4 --gammas 1 --predictions 256 \
         --out staircase_lib/data/ch8_predictions_seed4.json
 
-(the last, a second seed the chapter does not use: 5 minutes on one CPU thread)
+(the last, a second seed the chapter does not use: 5 minutes on one CPU thread), a third seed at the three
+scales for the timing claims, and the runs on a corpus varied the way another Python's would be:
+
+    python scripts/ch8_real_text.py --seeds 1 --first-seed 2 --gammas 1 0.5 0.25 --predictions 256 \
+        --out staircase_lib/data/ch8_predictions_seed2.json
+    python scripts/ch8_real_text.py --seeds 1 --gammas 1 0.5 0.25 --predictions 256 --variant 1 \
+        --out staircase_lib/data/ch8_variant.json
+
+and GPT-2's recipe (``--gpt2``: pre-LayerNorm, tied embeddings, init std 0.02, AdamW with warmup and a cosine
+decay) with word-level and subword (BPE) tokens at two widths:
+
+    python scripts/ch8_real_text.py --gpt2 --seeds 2 --predictions 256 --out staircase_lib/data/ch8_gpt2_word_d64.json
+    python scripts/ch8_real_text.py --gpt2 --tokenizer bpe --seeds 2 --predictions 256 \
+        --out staircase_lib/data/ch8_gpt2_bpe_d64.json
+    python scripts/ch8_real_text.py --gpt2 --seeds 1 --d-embed 128 --predictions 256 \
+        --out staircase_lib/data/ch8_gpt2_word_d128.json
+    python scripts/ch8_real_text.py --gpt2 --tokenizer bpe --seeds 1 --d-embed 128 --predictions 256 \
+        --out staircase_lib/data/ch8_gpt2_bpe_d128.json
+    python scripts/ch8_real_text.py --gpt2 --seeds 1 --d-embed 256 --predictions 256 \
+        --out staircase_lib/data/ch8_gpt2_word_d256.json
+    python scripts/ch8_real_text.py --gpt2 --tokenizer bpe --seeds 1 --d-embed 256 --predictions 256 \
+        --out staircase_lib/data/ch8_gpt2_bpe_d256.json
+
+and the word-level recipe without its warmup (does the rest on the unigram level come from the warmup?):
+
+    python scripts/ch8_real_text.py --gpt2 --warmup-steps 0 --seeds 1 --predictions 256 \
+        --out staircase_lib/data/ch8_gpt2_word_d64_no_warmup.json
 
 The chapter's live runs are the first steps of the first one (seeds 0-2); the tests check the claims on
 seeds 3 and 4, which the chapter does not use.
@@ -44,6 +70,11 @@ from pathlib import Path
 import torch
 
 import staircase_lib as sl
+
+
+GPT2_RECIPE = dict(layer_norm=True, init_std=0.02, optimizer="adamw", weight_decay=0.1, warmup_steps=100,
+                   schedule="cosine", betas=(0.9, 0.95))
+"""What ``--gpt2`` sets (with ``tied=True``): GPT-2's and nanoGPT's choices, at the course's learning rate."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -68,6 +99,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--predictions", type=int, default=0,
                    help="held-out sequences on which to record KL(counted n-gram model || model) (0: none)")
     p.add_argument("--shuffled", action="store_true", help="train on the word-shuffled corpus (the null)")
+    p.add_argument("--tokenizer", choices=sl.text_corpus.TOKENIZERS, default="word",
+                   help="word-level tokens (with <unk>) or a byte-pair encoding trained on the corpus")
+    p.add_argument("--variant", type=int, default=None,
+                   help="train on a corpus changed the way another Python's would be, with this seed")
+    p.add_argument("--gpt2", action="store_true",
+                   help="GPT-2's recipe: pre-LayerNorm, tied embeddings, init std 0.02 (residual outputs / "
+                        "sqrt(2 layers)), AdamW (weight decay 0.1 on weights, betas 0.9 0.95), 100 warmup steps, "
+                        "cosine decay to lr / 10")
+    p.add_argument("--warmup-steps", type=int, default=None,
+                   help="linear warmup steps (default: none, or 100 with --gpt2)")
     p.add_argument("--out", type=Path, default=Path("ch8_real_text.json"), help="result file (JSON)")
     p.add_argument("--embeddings", type=Path, default=None,
                    help="also torch.save every run's snapshots of the frequent words' embeddings here")
@@ -80,6 +121,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--predictions must be in [0, --eval-size], got {args.predictions}")
     if args.vocab_size < 2 or args.words >= args.vocab_size:
         p.error(f"--vocab-size must be >= 2 and above --words, got {args.vocab_size} and {args.words}")
+    if args.warmup_steps is not None and not 0 <= args.warmup_steps < args.steps:
+        p.error(f"--warmup-steps must be in [0, --steps), got {args.warmup_steps}")
     if not (args.lr > 0 and math.isfinite(args.lr)):
         p.error(f"--lr must be a positive number, got {args.lr}")
     return args
@@ -87,7 +130,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "embeddings")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "embeddings", "gpt2", "warmup_steps")}
+    if args.gpt2:
+        settings.update(GPT2_RECIPE, tied=True)
+    if args.warmup_steps is not None:
+        settings["warmup_steps"] = args.warmup_steps
     result = sl.recordings.ch8.real_text(**settings, keep_embeddings=args.embeddings is not None)
     if args.embeddings is not None:
         torch.save(result.pop("embeddings"), args.embeddings)

@@ -9,9 +9,12 @@ order. Its text is built once and cached in the library's cache directory
 (:func:`staircase_lib.cache.default_directory`), keyed by the Python version; the corpus records that
 version and a sha256 of its text. Another Python (Colab's) gives a slightly different corpus.
 
-Tokenizer: lower case, words of letters (``[a-z]+``) and the full stop ``.``; the ``vocab_size - 1`` most
-frequent words of the training split keep their own id (by falling count, ties in alphabetical order) and
-every other word becomes ``<unk>`` (id 0).
+Tokenizer (``tokenizer="word"``, the default): lower case, words of letters (``[a-z]+``) and the full stop ``.``;
+the ``vocab_size - 1`` most frequent words of the training split keep their own id (by falling count, ties in
+alphabetical order) and every other word becomes ``<unk>`` (id 0). ``tokenizer="bpe"``: the same words, cut into
+subword tokens by a byte-pair encoding of ``vocab_size`` tokens trained on the training split (the ``tokenizers``
+package; a word's last token carries the suffix ``</w>``), so no word is ``<unk>``; the ids are again ranked by
+falling count on the training split, ``<unk>`` (never used) at 0.
 """
 from __future__ import annotations
 
@@ -33,9 +36,12 @@ from .cache import default_directory
 from .metrics import alignment_curve, partial_alignment_curve
 from .tasks.next_token import NextTokenSequences, NextTokenWindows
 
-__all__ = ["TextCorpus", "UNK", "PARTIAL_CONTROLS", "python_docs_text", "word_pieces"]
+__all__ = ["TextCorpus", "UNK", "TOKENIZERS", "PARTIAL_CONTROLS", "python_docs_text", "varied_documents",
+           "word_pieces"]
 
 UNK = "<unk>"
+TOKENIZERS = ("word", "bpe")
+_END_OF_WORD = "</w>"
 PARTIAL_CONTROLS = {"skipgram2": ("bigram",), "skipgram3": ("bigram", "skipgram2"),
                     "bag": ("bigram", "skipgram2", "skipgram3"), "pair": ("bigram", "skipgram2", "skipgram3", "bag")}
 """Each later kernel of :meth:`TextCorpus.alignment` and the lower-order kernels its partial alignment is
@@ -97,8 +103,50 @@ def python_docs_text(directory: str | os.PathLike | None = None) -> tuple[list[s
     return docs, path
 
 
+def varied_documents(documents: Sequence[str], seed: int, drop: float = 0.03,
+                     repeat: float = 0.02) -> list[str]:
+    """``documents`` changed the way another Python's corpus differs: each dropped with probability ``drop``,
+    and a share ``repeat`` of them (drawn at random) inserted again at random places, where a newer library
+    adds docstrings much like its old ones. Deterministic in ``seed`` (a non-negative int)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    for name, value in (("drop", drop), ("repeat", repeat)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+    gen = torch.Generator().manual_seed(seed)
+    kept = [d for d, u in zip(documents, torch.rand(len(documents), generator=gen).tolist()) if u >= drop]
+    n_new = round(repeat * len(documents))
+    sources = torch.randint(len(documents), (n_new,), generator=gen).tolist()
+    places = torch.randint(len(kept) + 1, (n_new,), generator=gen).tolist()
+    for source, place in sorted(zip(sources, places), key=lambda pair: -pair[1]):
+        kept.insert(place, documents[source])
+    return kept
+
+
 def _check_vocab_size(vocab_size) -> int:
     return check_positive_int("vocab_size", vocab_size, minimum=2)
+
+
+def _check_tokenizer(tokenizer) -> str:
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer must be one of {list(TOKENIZERS)}, got {tokenizer!r}")
+    return tokenizer
+
+
+def _train_bpe(texts: list[str], vocab_size: int):
+    """A byte-pair encoding of at most ``vocab_size`` tokens (``<unk>`` included) trained on ``texts`` (each a
+    space-separated string of word pieces); a ``tokenizers.Tokenizer``."""
+    try:
+        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    except ImportError as error:  # pragma: no cover - the package is a dependency of the course
+        raise ImportError("tokenizer='bpe' needs the tokenizers package (pip install tokenizers, or the 'bpe' extra "
+                          "of staircase-lib; Colab ships it)") from error
+    bpe = Tokenizer(models.BPE(unk_token=UNK, end_of_word_suffix=_END_OF_WORD))
+    bpe.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK], show_progress=False,
+                                  end_of_word_suffix=_END_OF_WORD)
+    bpe.train_from_iterator(texts, trainer)
+    return bpe
 
 
 class TextCorpus:
@@ -109,15 +157,17 @@ class TextCorpus:
     ``heldout_every``-th document (indices ``heldout_every - 1, 2 heldout_every - 1, ...``) is held out;
     the vocabulary is counted on the training documents only. ``source``, ``python_version`` (None
     unless built from Python's docs) and ``content_hash`` (sha256 of the documents' text) say which
-    corpus this is.
+    corpus this is. ``tokenizer``: ``"word"`` or ``"bpe"`` (see the module); with ``"bpe"``, ``words`` are the
+    subword tokens and ``vocab_size`` is the encoding's size (at most the one asked for).
     """
 
     def __init__(self, documents: Sequence[str], vocab_size: int = 512, heldout_every: int = 10,
-                 source: str = "text", python_version: str | None = None):
+                 source: str = "text", python_version: str | None = None, tokenizer: str = "word"):
         if isinstance(documents, str) or not isinstance(documents, (list, tuple)) \
                 or not all(isinstance(d, str) for d in documents):
             raise TypeError(f"documents must be a list of str, got {type(documents).__name__}")
         self.vocab_size = _check_vocab_size(vocab_size)
+        self.tokenizer = _check_tokenizer(tokenizer)
         self.heldout_every = check_positive_int("heldout_every", heldout_every, minimum=2)
         self.source, self.python_version = source, python_version
         self.content_hash = hashlib.sha256(_SEPARATOR.join(documents).encode("utf-8")).hexdigest()
@@ -127,23 +177,43 @@ class TextCorpus:
         test = [w for p, h in zip(pieces, held) if h for w in p]
         if len(train) < 3:
             raise ValueError(f"documents must hold at least 3 words outside the held-out split, got {len(train)}")
+        self._bpe = None
+        if tokenizer == "bpe":  # subword tokens of the same words; ids ranked by their count in training
+            self._bpe = _train_bpe([" ".join(p) for p, h in zip(pieces, held) if not h], self.vocab_size)
+            train = self._bpe.encode(train, is_pretokenized=True).tokens
+            test = self._bpe.encode(test, is_pretokenized=True).tokens if test else []
+            vocabulary = [w for w in self._bpe.get_vocab() if w != UNK]
+            self.vocab_size = len(vocabulary) + 1
         counts = Counter(train)
-        ranked = sorted(counts, key=lambda w: (-counts[w], w))[: self.vocab_size - 1]
+        if tokenizer == "bpe":
+            ranked = sorted(vocabulary, key=lambda w: (-counts[w], w))
+        else:
+            ranked = sorted(counts, key=lambda w: (-counts[w], w))[: self.vocab_size - 1]
         self.words: tuple[str, ...] = (UNK, *ranked)
         self.index = {w: i for i, w in enumerate(self.words)}
-        self.tokens = self.encode(train)
-        self.heldout_tokens = self.encode(test)
+        self.tokens = self._ids(train)
+        self.heldout_tokens = self._ids(test)
         self.n_documents = len(documents)
         self._skipgrams: dict[int, torch.Tensor] = {}
         self._levels: dict[str, float] | None = None
 
     # ----- constructors ---------------------------------------------------------------------
     @classmethod
-    def from_python_docs(cls, vocab_size: int = 512, cache_dir: str | os.PathLike | None = None) -> "TextCorpus":
-        """The docstrings of this Python's standard library plus its help topics (see the module)."""
+    def from_python_docs(cls, vocab_size: int = 512, cache_dir: str | os.PathLike | None = None,
+                         tokenizer: str = "word", variant: int | None = None) -> "TextCorpus":
+        """The docstrings of this Python's standard library plus its help topics (see the module).
+
+        ``variant`` (default None: the corpus as it is) builds a corpus that differs the way another Python's
+        would, seeded by ``variant``: about 3 % of the documents dropped and about 2 % repeated at random places
+        (:func:`varied_documents`); the held-out split then shifts as it would."""
         _check_vocab_size(vocab_size)
+        _check_tokenizer(tokenizer)
         docs, _ = python_docs_text(cache_dir)
-        return cls(docs, vocab_size, source="python-docs", python_version="%d.%d.%d" % sys.version_info[:3])
+        source = "python-docs"
+        if variant is not None:
+            docs, source = varied_documents(docs, variant), f"python-docs (variant {variant})"
+        return cls(docs, vocab_size, source=source, python_version="%d.%d.%d" % sys.version_info[:3],
+                   tokenizer=tokenizer)
 
     @classmethod
     def from_text(cls, text: str, vocab_size: int = 512, heldout_every: int = 10) -> "TextCorpus":
@@ -166,6 +236,7 @@ class TextCorpus:
 
     def __repr__(self) -> str:
         python = f", python={self.python_version}" if self.python_version else ""
+        python += ", tokenizer='bpe'" if self.tokenizer == "bpe" else ""
         return (f"TextCorpus(source={self.source!r}, V={self.vocab_size}, tokens={len(self.tokens):,}, "
                 f"heldout={len(self.heldout_tokens):,}, unk={self.unk_fraction():.1%}{python}, "
                 f"sha256={self.content_hash[:12]})")
@@ -185,18 +256,27 @@ class TextCorpus:
         return copy
 
     # ----- vocabulary -----------------------------------------------------------------------
+    def _ids(self, tokens: Sequence[str]) -> torch.Tensor:
+        return torch.tensor([self.index.get(w, 0) for w in tokens], dtype=torch.long)
+
     def encode(self, text: str | Sequence[str]) -> torch.Tensor:
-        """Token ids of a text or of a list of pieces (unknown words become ``<unk>``): LongTensor[n]."""
+        """Token ids of a text or of a list of word pieces (unknown words become ``<unk>``; with the BPE
+        tokenizer, every word becomes its subword tokens): LongTensor[n]."""
         pieces = word_pieces(text) if isinstance(text, str) else text
-        if not isinstance(pieces, (list, tuple)):
+        if not isinstance(pieces, (list, tuple)) or not all(isinstance(w, str) for w in pieces):
             raise TypeError(f"text must be a str or a list of words, got {type(text).__name__}")
-        return torch.tensor([self.index.get(w, 0) for w in pieces], dtype=torch.long)
+        if self._bpe is not None:
+            pieces = self._bpe.encode(list(pieces), is_pretokenized=True).tokens if pieces else []
+        return self._ids(pieces)
 
     def decode(self, ids: torch.Tensor | Sequence[int]) -> str:
-        """The words of ``ids`` (LongTensor[n] or ints) joined by spaces."""
+        """The words of ``ids`` (LongTensor[n] or ints) joined by spaces (with the BPE tokenizer, a word's
+        subword tokens joined into the word)."""
         values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
         if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(self.words) for i in values):
             raise ValueError(f"ids must be ints in [0, {len(self.words)}), got {values[:8]}")
+        if self._bpe is not None:
+            return "".join(self.words[i] for i in values).replace(_END_OF_WORD, " ").strip()
         return " ".join(self.words[i] for i in values)
 
     def unk_fraction(self) -> float:
@@ -204,7 +284,8 @@ class TextCorpus:
         return float((self.tokens == 0).double().mean())
 
     def frequent_words(self, n: int = 150) -> torch.Tensor:
-        """Ids of the ``n`` most frequent words, ``<unk>`` left out: LongTensor[n] (1, 2, ..., n)."""
+        """Ids of the ``n`` most frequent words (with the BPE tokenizer: tokens), ``<unk>`` left out: LongTensor[n]
+        (1, 2, ..., n)."""
         check_positive_int("n", n)
         if n > len(self.words) - 1:
             raise ValueError(f"n must be at most {len(self.words) - 1} (the vocabulary without <unk>), got {n}")

@@ -5,6 +5,9 @@ the class stair near step 450 with the attention entropy falling there); the con
 model's embeddings, a corpus without topic persistence, large initialization, a cut-off run and
 synthetic histories where the order is wrong.
 """
+import math
+
+import pytest
 import torch
 
 import staircase_lib as sl
@@ -347,6 +350,17 @@ def test_half_rise_times_and_their_order_in_gamma():
     assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, None, None]})  # censored counts as later
 
 
+def test_the_censored_median_is_the_course_median_unless_a_censored_run_reaches_the_middle():
+    assert ch8.censored_median([300, 100, 200]) == sl.metrics.median([300, 100, 200]) == 200
+    assert ch8.censored_median([100, 200, 300, 400]) == 250  # the mean of the middle two, not torch's lower one
+    assert ch8.censored_median([100, 200, None]) == 200  # a censored run above the middle changes nothing
+    assert ch8.censored_median([100, None, None]) == math.inf
+    assert ch8.censored_median([100, 200, 300, None]) == 250
+    assert ch8.censored_median([100, 200, None, None]) == math.inf  # a censored run among the middle two
+    with pytest.raises(ValueError, match="values"):
+        ch8.censored_median([])
+
+
 # ----- the recorded runs with the predictions measured ---------------------------------------------------
 def _predictions(name: str):
     result = sl.results.recorded(name)
@@ -463,3 +477,14 @@ def test_the_lag_2_rise_holds_on_the_second_unused_seed_and_lag_3_and_the_pair_a
     for name in ("skipgram3_partial", "pair_partial"):  # the page says k of n for these
         claim = ch8.rises_with_trend(steps, getattr(run, f"cka_{name}"), result.chance[name], stair)
         assert not claim and claim.numbers["trend"] < 0.8, (name, claim)
+
+
+def test_a_lower_loss_at_equal_steps_holds_one_way_and_not_the_other():
+    steps = torch.tensor([0, 10, 100, 1000])
+    fast = [torch.tensor([6.0, 5.0, 4.0, 3.0]), torch.tensor([6.0, 5.1, 4.1, 3.1])]
+    slow = [torch.tensor([6.0, 5.9, 4.5, 3.2])]
+    assert ch8.lower_loss_at(steps, fast, slow, [10, 100, 1000])
+    assert not ch8.lower_loss_at(steps, slow, fast, [10, 100, 1000])  # the null: swapped
+    assert not ch8.lower_loss_at(steps, fast, slow, [0, 1000])  # equal at the start is not below
+    with pytest.raises(ValueError, match="recorded steps"):
+        ch8.lower_loss_at(steps, fast, slow, [50])

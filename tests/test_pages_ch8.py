@@ -73,3 +73,43 @@ def test_plateaus_and_curves_of_read_the_recorded_runs(recorded):
     found = ch8.plateaus(recorded, float(recorded.levels["unigram"]))
     assert len(found) == len(recorded.select(gamma=1.0)) and all(found)
     assert len(ch8.curves_of(recorded, "heldout_loss")) == len(found)
+
+
+def test_the_gpt2_style_runs_keep_the_order_and_rest_on_the_unigram_level(pred):
+    gpt = ch8.gpt2(pred, sl.recordings.obtain("ch8_real_text_large_init"))
+    assert all(gpt.claims.values()), gpt.claims
+    assert set(gpt.results) == set(ch8.GPT2) and all(len(r) >= 1 for r in gpt.reads.values())
+    # the runs are what they say: GPT-2's std is gamma 0.94 at width 64; BPE leaves no word unknown
+    word, bpe = gpt.results[("word", 64)], gpt.results[("bpe", 64)]
+    assert word.runs[0].gamma == pytest.approx(0.94, abs=0.005) and word.config["layer_norm"]
+    assert bpe.corpus["unk_fraction"] == 0 and word.corpus["unk_fraction"] > 0.2
+    # the rest rule is not the plateau rule: it fails on a loss that passes the unigram level at once
+    steps = word.steps
+    unigram = float(word.levels["unigram"])
+    passing = torch.where(steps < 20, torch.tensor(6.0), torch.tensor(unigram - 0.8))
+    assert sl.claims.ch8.plateau_gone(steps, passing, unigram)
+
+
+def test_the_claims_on_a_corpus_varied_as_another_python_s_would_be():
+    var = ch8.variant()
+    assert all(var.claims.values()), var.claims
+    assert len(var.checks) == 15 and 0 < var.shift < 0.5
+    counted = [k for k, c in var.checks.items() if not c]
+    assert set(counted) <= set(ch8.COUNTED_BEYOND), counted
+    # the variant differs from the chapter's corpus as it should: other documents, the same size within 5 %
+    varied, shipped = sl.recordings.obtain("ch8_variant").corpus, sl.recordings.obtain("ch8_real_text").corpus
+    assert varied["sha256"] != shipped["sha256"] and abs(varied["tokens"] / shipped["tokens"] - 1) < 0.05
+
+
+def test_timing_rests_on_three_seeds_per_scale(pred):
+    timed = ch8.timing_results(pred)
+    assert {g: sum(len(p.runs) for p in ps) for g, ps in timed.items()} == {1.0: 3, 0.5: 3, 0.25: 3}
+    seeds = {g: sorted(r.seed for p in ps for r in p.runs) for g, ps in timed.items()}
+    assert all(s == [0, 1, 2] for s in seeds.values()), seeds
+
+
+def test_the_lag2_timing_holds_on_a_seed_the_page_does_not_use():
+    unused = sl.recordings.obtain("ch8_predictions_new_seeds")  # seed 3 at gamma 1, 0.5 and 0.25
+    times = dict(zip((r.gamma for r in unused.runs), ch8._rise_times(unused, "skipgram2_partial")))
+    assert sl.claims.ch8.times_grow_with_gamma({g: [times[g]] for g in (0.5, 1.0)})
+    assert not sl.claims.ch8.times_grow_with_gamma({g: [t] for g, t in times.items()})  # not monotone over all

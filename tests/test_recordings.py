@@ -111,3 +111,16 @@ def test_rerunning_the_prediction_recording_gives_its_divergences_back():
     assert len(shared) >= 20
     for i, j in shared:
         assert again.prediction_kl[:, i].tolist() == pytest.approx(shipped.prediction_kl[:, j].tolist(), abs=2e-4)
+
+
+@pytest.mark.slow
+def test_rerunning_a_gpt2_style_recording_gives_its_warmup_records_back():
+    # the cosine decay depends on the run's length, the warmup does not: a shortened rerun agrees up to step 100
+    shipped = results.recorded("ch8_gpt2_bpe_d64").select(seed=0)[0]
+    again = results.RecordedResult.from_dict(recordings.rerun("ch8_gpt2_bpe_d64", device="cpu", steps=150,
+                                                              seeds=1)).runs[0]
+    index = {int(s): i for i, s in enumerate(shipped.steps)}
+    shared = [(i, index[int(s)]) for i, s in enumerate(again.steps) if int(s) in index and int(s) <= 100]
+    assert len(shared) >= 20
+    for i, j in shared:
+        assert float(again.heldout_loss[i]) == pytest.approx(float(shipped.heldout_loss[j]), abs=2e-4)

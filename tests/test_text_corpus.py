@@ -195,3 +195,36 @@ def test_each_later_kernel_has_a_partial_alignment_blind_to_the_kernels_below_it
     curves = corpus.alignment(full, words, 4, kernels)
     assert abs(float(curves["skipgram2_partial"][0])) < 1e-4, curves["skipgram2_partial"]
     assert float(curves["skipgram2"][0]) > 0.5, curves["skipgram2"]  # the plain CKA counts the overlap
+
+
+# ----- subword tokens and another Python's corpus --------------------------------------------------------
+TEXT = "\n\n".join(f"The {w}s returned the values of the {w}ing functions. Return {w} or none." for w in (
+    "read", "writ", "open", "clos", "pars", "format", "build", "call", "test", "load", "sav", "sort") * 3)
+
+
+def test_a_bpe_corpus_has_no_unknown_words_and_ranks_its_tokens_by_count():
+    corpus = TextCorpus(TEXT.split("\n\n"), vocab_size=60, tokenizer="bpe")
+    assert corpus.tokenizer == "bpe" and corpus.vocab_size <= 60 and corpus.unk_fraction() == 0.0
+    counts = torch.bincount(corpus.tokens, minlength=corpus.vocab_size)[1:]
+    assert bool((counts[:-1] >= counts[1:]).all()), "ids must be ranked by falling count"
+    assert corpus.decode(corpus.encode("Return the values.")) == "return the values ."
+    again = TextCorpus(TEXT.split("\n\n"), vocab_size=60, tokenizer="bpe")
+    assert torch.equal(corpus.tokens, again.tokens) and corpus.words == again.words
+    words = TextCorpus(TEXT.split("\n\n"), vocab_size=60)
+    assert len(corpus.tokens) > len(words.tokens)  # some words take more than one token
+    assert corpus.kernels(corpus.frequent_words(10))["bigram"].shape == (10, 10)
+
+
+def test_a_varied_corpus_drops_and_repeats_a_few_documents_the_same_way_every_time():
+    docs = [f"document {k} says {k % 7} things." for k in range(2000)]
+    varied = sl.text_corpus.varied_documents(docs, 1)
+    assert varied == sl.text_corpus.varied_documents(docs, 1) != sl.text_corpus.varied_documents(docs, 2)
+    dropped = len(set(docs) - set(varied))
+    assert 30 <= dropped <= 90 and 1900 <= len(varied) <= 2000
+    assert len(varied) - len(set(varied)) >= 20  # repeated documents
+    with pytest.raises(ValueError, match="seed"):
+        sl.text_corpus.varied_documents(docs, -1)
+    with pytest.raises(ValueError, match="drop"):
+        sl.text_corpus.varied_documents(docs, 0, drop=1.5)
+    with pytest.raises(ValueError, match="tokenizer"):
+        TextCorpus(docs, tokenizer="char")

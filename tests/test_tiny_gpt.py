@@ -64,3 +64,29 @@ def test_train_decreases_the_next_token_loss_and_records_embeddings():
     assert history.embeddings.shape == (4, 42, 16)
     assert history.extras["attention"].shape == (4, 1, 1, 8, 8)
     assert history.extras["attention_entropy"][0].min() > 0.99
+
+
+def test_gpt2_initialization_draws_every_weight_at_its_std_and_scales_the_residual_outputs():
+    model = TinyGPT(200, 16, d_embed=64, n_layers=2, n_heads=2, layer_norm=True, tied=True, init_std=0.02)
+    assert abs(float(model.embedding.detach().std()) - 0.02) < 0.001
+    assert abs(float(model.blocks[0].mlp_in.weight.detach().std()) - 0.02) < 0.001
+    assert abs(float(model.blocks[1].output.weight.detach().std()) - 0.01) < 0.001  # 0.02 / sqrt(2 * 2 layers)
+    assert float(model.blocks[0].mlp_in.bias.detach().abs().max()) == 0.0
+    assert float(model.blocks[0].norm_attn.weight.detach().min()) == 1.0
+    assert model.gamma == pytest.approx(-torch.log(torch.tensor(0.02)).item() / torch.log(torch.tensor(64.)).item())
+    same = TinyGPT(200, 16, d_embed=64, n_layers=2, n_heads=2, layer_norm=True, tied=True, init_std=0.02)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), same.parameters()))
+    default = TinyGPT(200, 16, d_embed=64, seed=3)
+    explicit = TinyGPT(200, 16, d_embed=64, seed=3, init_std=None)
+    assert all(torch.equal(a, b) for a, b in zip(default.parameters(), explicit.parameters()))
+
+
+@pytest.mark.parametrize("options, words", [
+    (dict(init_std=0.0), "init_std must be a positive"),
+    (dict(init_std=float("nan")), "init_std must be a positive"),
+    (dict(init_std="0.02"), "init_std must be a positive"),
+    (dict(init_std=0.02, gamma=0.5), "pass gamma or init_std, not both"),
+])
+def test_bad_init_std_names_the_argument(options, words):
+    with pytest.raises(ValueError, match=words):
+        TinyGPT(42, 8, d_embed=16, **options)

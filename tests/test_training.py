@@ -436,3 +436,59 @@ def test_the_default_engine_is_the_readable_autograd_loop(task, monkeypatch):
     history = train(small_model(), task, TrainConfig(steps=5, batch_size=32, eval_size=64, device="cpu",
                                                      progress=False))
     assert len(history.loss) >= 2
+
+
+# ----- the language-model recipe: AdamW, weight decay on weights only, warmup and cosine decay ----------------
+def test_the_learning_rate_warms_up_linearly_then_decays_to_a_tenth_on_a_cosine():
+    cfg = TrainConfig(steps=101, warmup_steps=10, schedule="cosine", optimizer="adamw", device="cpu")
+    factors = [sl.training.config.lr_factor(cfg, s) for s in range(101)]
+    assert factors[:10] == pytest.approx([(s + 1) / 10 for s in range(10)])
+    assert factors[10] == pytest.approx(1.0) and factors[100] == pytest.approx(0.1)
+    assert all(a >= b for a, b in zip(factors[10:], factors[11:])), "the cosine decay must not rise"
+    flat = TrainConfig(steps=50, warmup_steps=5, device="cpu")
+    assert [sl.training.config.lr_factor(flat, s) for s in (4, 5, 49)] == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_weight_decay_acts_on_weight_matrices_only():
+    model = sl.models.TinyGPT(12, 6, d_embed=8, layer_norm=True, tied=True, init_std=0.02)
+    flags = dict(zip([n for n, p in model.named_parameters()], sl.training.batched.decays(model)))
+    assert flags["embedding"] and flags["blocks.0.query.weight"] and flags["blocks.0.mlp_in.weight"]
+    assert not flags["blocks.0.mlp_in.bias"] and not flags["blocks.0.norm_attn.weight"]
+    assert not flags["norm_out.bias"] and not flags["readout_bias"]
+
+
+def test_adamw_with_warmup_trains_an_ensemble_as_each_member_alone():
+    corpus = sl.corpus.TextCorpus.from_text("the cat sat on the mat . a dog ran . " * 100, vocab_size=12)
+    cfg = TrainConfig(steps=12, record_every=4, batch_size=8, eval_size=16, device="cpu", progress=False,
+                      optimizer="adamw", weight_decay=0.1, warmup_steps=4, schedule="cosine", betas=(0.9, 0.95),
+                      lr=1e-2)
+
+    def gpt(seed):
+        return sl.models.TinyGPT(corpus.vocab_size, 6, d_embed=8, layer_norm=True, tied=True, init_std=0.02,
+                                 seed=seed)
+    together = sl.training.train_ensemble([gpt(0), gpt(1)], corpus.sequences(6), cfg, seeds=[0, 1])
+    alone = train(gpt(1), corpus.sequences(6), dataclasses.replace(cfg, seed=1))
+    assert torch.allclose(together[1].loss, alone.loss, atol=1e-4)
+    assert float(alone.loss[-1]) < float(alone.loss[0])
+    plain = train(gpt(1), corpus.sequences(6), dataclasses.replace(cfg, seed=1, weight_decay=0.0))
+    assert not torch.allclose(plain.embeddings[-1], alone.embeddings[-1]), "weight decay changed nothing"
+
+
+@pytest.mark.parametrize("options, error, words", [
+    (dict(weight_decay=0.1), ValueError, "needs optimizer='adamw'"),
+    (dict(optimizer="adamw", weight_decay=-1.0), ValueError, "weight_decay must be >= 0"),
+    (dict(warmup_steps=10), ValueError, "warmup_steps must be below steps"),
+    (dict(warmup_steps=-1), ValueError, "warmup_steps"),
+    (dict(schedule="linear"), ValueError, "schedule"),
+    (dict(betas=(0.9, 1.5)), ValueError, "betas"),
+    (dict(optimizer="sgd", betas=(0.9, 0.95)), ValueError, "betas"),
+    (dict(optimizer="adamw", engine="kernel"), ValueError, "engine='autograd'"),
+])
+def test_the_recipe_s_bad_settings_name_the_argument(options, error, words):
+    with pytest.raises(error, match=words):
+        TrainConfig(steps=10, device="cpu", **options)
+
+
+def test_engine_auto_leaves_the_kernel_for_a_recipe_it_does_not_implement(task):
+    run = train(small_model(), task, config(optimizer="adamw", weight_decay=0.01, warmup_steps=5))
+    assert run.loss.shape == (5,)

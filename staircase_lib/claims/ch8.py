@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 import torch
 
+from .. import metrics
 from ..metrics import cka, crossing_time, rank_correlation, smooth, stair_time
 from .base import Claim
 
@@ -22,7 +23,7 @@ __all__ = ["plateau_on_unigram", "bigram_first_and_highest", "rises_after", "in_
            "bigram_blind_to_class", "pos_then_class", "entropy_drop_near_class_stair",
            "bigram_alignment_first", "persistence_lifts_class", "no_plateau_at_large_init",
            "pos_transient", "attention_uniform_through", "predictions_climb", "plateau_gone", "rise_trend",
-           "rises_with_trend", "half_rise_time", "times_grow_with_gamma"]
+           "rises_with_trend", "half_rise_time", "censored_median", "times_grow_with_gamma", "lower_loss_at"]
 
 
 def bigram_blind_to_class(rows: torch.Tensor, pos: torch.Tensor, cls: torch.Tensor,
@@ -389,22 +390,51 @@ def half_rise_time(steps: torch.Tensor, curve: torch.Tensor, chance: float, afte
     return crossing_time(steps[keep], values, (float(values[0]) + end) / 2, below=False)
 
 
+def censored_median(values: Sequence[int | None]) -> float:
+    """The median (:func:`staircase_lib.metrics.median`) of times where None is a censored run, one that had not
+    happened when the run stopped and so counts as later than every recorded time: ``inf`` when a censored run
+    is among the middle values, else the median with each censored run standing in as the latest recorded
+    time (which leaves the middle values, and so the median, as they are)."""
+    values = list(values)
+    if not values:
+        raise ValueError("values must hold at least one time, got none")
+    recorded = sorted(float(v) for v in values if v is not None)
+    n = len(values)
+    middle = (n // 2,) if n % 2 else (n // 2 - 1, n // 2)
+    if max(middle) >= len(recorded):
+        return float("inf")
+    return metrics.median([float(v) if v is not None else recorded[-1] for v in values])
+
+
 def times_grow_with_gamma(times: Mapping[float, Sequence[int | None]], min_ratio: float = 1.5) -> Claim:
-    """Stair times grow as the initialization shrinks (gamma grows): the median time (a censored run, None,
-    counts as later than every recorded one) rises from each gamma to the next larger one, and the largest
-    gamma's median is at least ``min_ratio`` times the smallest's. ``times``: gamma -> one time per seed."""
+    """Stair times grow as the initialization shrinks (gamma grows): the median time
+    (:func:`censored_median`: a censored run, None, counts as later than every recorded one) rises from each
+    gamma to the next larger one, and the largest gamma's median is at least ``min_ratio`` times the
+    smallest's. ``times``: gamma -> one time per seed."""
     if len(times) < 2 or any(len(v) == 0 for v in times.values()):
         raise ValueError(f"times must map at least two gammas to non-empty lists of times, got {dict(times)!r:.80}")
-
-    def median(values: Sequence[int | None]) -> float:
-        ordered = sorted(float("inf") if v is None else float(v) for v in values)
-        n = len(ordered)
-        return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
-
     gammas = sorted(times)
-    medians = [median(times[g]) for g in gammas]
+    medians = [censored_median(times[g]) for g in gammas]
     rising = all(b > a for a, b in zip(medians, medians[1:]))
     ratio = medians[-1] / max(medians[0], 1.0)
     return Claim(f"median time rises with gamma at every step and by a factor >= {min_ratio:g} over the range",
                  rising and ratio >= min_ratio,
                  {"gammas": gammas, "medians": medians, "ratio": ratio})
+
+
+def lower_loss_at(steps: torch.Tensor, lower: Sequence[torch.Tensor], higher: Sequence[torch.Tensor],
+                  at: Sequence[int]) -> Claim:
+    """One setting's loss is below another's at equal steps: at each step of ``at`` (each a recorded step) every
+    run of ``lower`` (losses Tensor[T] on ``steps``, one per seed) is below every run of ``higher``."""
+    if not lower or not higher:
+        raise ValueError("lower and higher must each hold at least one loss curve")
+    curves = [_check_curve("loss", steps, c) for c in list(lower) + list(higher)]
+    missing = [a for a in at if not bool((steps == a).any())]
+    if not at or missing:
+        raise ValueError(f"at must list recorded steps; {missing or 'none'} given are not among them")
+    index = [int((steps == a).nonzero()[0]) for a in at]
+    worst = [max(float(c[i]) for c in curves[:len(lower)]) for i in index]
+    best = [min(float(c[i]) for c in curves[len(lower):]) for i in index]
+    return Claim(f"every run below every run of the other at steps {list(at)}",
+                 all(w < b for w, b in zip(worst, best)),
+                 {"at": list(at), "highest_of_lower": worst, "lowest_of_higher": best})

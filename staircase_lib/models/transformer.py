@@ -3,7 +3,8 @@ MLP on a residual stream, optional LayerNorm) with a readout option; :class:`Att
 Chapter 5) and :class:`TinyGPT` (a next-token language model, Chapter 8) are named configurations of it.
 
 LayerNorm is off by default: the small-initialization theory does not cover it. Every weight, the
-embeddings and the positions follow the gamma convention (std ``fan_in ** -gamma``).
+embeddings and the positions follow the gamma convention (std ``fan_in ** -gamma``), unless ``init_std`` asks for
+GPT-2's initialization instead (see :class:`Transformer`).
 """
 from __future__ import annotations
 
@@ -122,6 +123,13 @@ class Transformer(TokenModel):
     ``tied=True`` uses the embedding matrix as the unembedding (needs ``n_labels == vocab_size``).
     ``forward(tokens, return_attention=False)``; with ``return_attention=True`` also the attention maps
     Tensor[N, n_layers, n_heads, L, L] (rows: queries).
+
+    ``init_std`` (default None: the gamma convention) draws every weight, the embeddings and the positions from
+    N(0, init_std^2) instead, with the residual outputs (``output`` and ``mlp_out`` of every block) scaled by
+    ``1 / sqrt(2 n_layers)``, as GPT-2 and nanoGPT do (``init_std=0.02``); biases stay 0 and LayerNorms start at
+    the identity. The model's ``gamma`` is then where that places it on the course's axis: the gamma whose std
+    at fan-in ``d_embed`` is ``init_std``, ``-log(init_std) / log(d_embed)`` (pass ``gamma`` or ``init_std``, not
+    both).
     """
 
     config_class = TransformerConfig
@@ -144,9 +152,15 @@ class Transformer(TokenModel):
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
                  n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
                  readout_mode: str = "last", causal: bool = False, layer_norm: bool = False, tied: bool = False,
-                 gamma: float = 1.0, seed: int = 0, *, readout: str | None = None):
+                 gamma: float = 1.0, seed: int = 0, init_std: float | None = None, *, readout: str | None = None):
         readout_mode = renamed_argument("readout", readout, "readout_mode", readout_mode, "last")
         super().__init__(vocab_size, seq_len, n_labels, d_embed, gamma, seed)
+        if init_std is not None:
+            if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) \
+                    or not (math.isfinite(init_std) and init_std > 0):
+                raise ValueError(f"init_std must be a positive finite number or None, got {init_std!r}")
+            if gamma != 1.0:
+                raise ValueError(f"pass gamma or init_std, not both: got gamma={gamma!r} and init_std={init_std!r}")
         check_positive_int("n_layers", n_layers)
         check_positive_int("n_heads", n_heads)
         if d_embed % n_heads:
@@ -172,6 +186,21 @@ class Transformer(TokenModel):
             self.readout_bias = nn.Parameter(torch.zeros(vocab_size))
         else:
             self.readout = self._linear(d_embed, n_labels)
+        self.init_std = None if init_std is None else float(init_std)
+        if init_std is not None:
+            self._init_gpt2(float(init_std))
+
+    @torch.no_grad()
+    def _init_gpt2(self, std: float) -> None:
+        """GPT-2's initialization (see the class), drawn from the model's seeded generator."""
+        residual = {id(block.output.weight) for block in self.blocks}
+        residual |= {id(block.mlp_out.weight) for block in self.blocks if block.mlp_out is not None}
+        for name, p in self.named_parameters():
+            if p.dim() < 2:  # biases and LayerNorm parameters keep their start (0, and gain 1)
+                continue
+            scale = std / math.sqrt(2 * self.n_layers) if id(p) in residual else std
+            p.copy_(torch.randn(p.shape, generator=self._generator) * scale)
+        self.gamma = -math.log(std) / math.log(self.d_embed) if self.d_embed > 1 else self.gamma
 
     def unembedding(self) -> torch.Tensor:
         """The output embeddings ``W_U``: Tensor[C, d] (the embedding matrix itself when tied)."""
@@ -237,14 +266,15 @@ class AttentionModel(Transformer):
 class TinyGPT(Transformer):
     """Causal transformer language model (Chapter 8): next-token logits at every position,
     ``forward(tokens: LongTensor[N, L]) -> Tensor[N, L, V]`` for any ``1 <= L <= seq_len``; with
-    ``tied=True`` the unembedding is the embedding matrix (``W_U = E``)."""
+    ``tied=True`` the unembedding is the embedding matrix (``W_U = E``). GPT-2's recipe is
+    ``TinyGPT(..., layer_norm=True, tied=True, init_std=0.02)`` (pre-LayerNorm blocks and a final LayerNorm)."""
 
     def __init__(self, vocab_size: int, seq_len: int, d_embed: int = 32, n_layers: int = 1, n_heads: int = 1,
                  mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu", layer_norm: bool = False,
-                 tied: bool = False, gamma: float = 1.0, seed: int = 0):
+                 tied: bool = False, gamma: float = 1.0, seed: int = 0, init_std: float | None = None):
         super().__init__(vocab_size, seq_len, vocab_size, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads,
                          mlp=mlp, d_hidden=d_hidden, activation=activation, readout_mode="all", causal=True,
-                         layer_norm=layer_norm, tied=tied, gamma=gamma, seed=seed)
+                         layer_norm=layer_norm, tied=tied, gamma=gamma, seed=seed, init_std=init_std)
 
     def _check_input(self, tokens: torch.Tensor) -> None:
         check_tokens("tokens", tokens, self.vocab_size)

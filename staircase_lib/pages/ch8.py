@@ -14,11 +14,12 @@ from typing import Mapping, Sequence
 import torch
 
 from .. import metrics, recordings
-from ..claims import Claim, ch8, glue
+from ..claims import Claim, ch8, glue, glue_bound
 from .base import Experiment
 
 __all__ = ["Experiment", "ORDER0", "MIN_RATIO", "curves_of", "plateaus", "live_plateau", "new_seeds",
-           "predictions", "later_kernels", "initialization"]
+           "predictions", "later_kernels", "initialization", "gpt2", "GPT2", "EQUAL_STEPS", "variant",
+           "LIVE_STEPS", "COUNTED_BEYOND", "timing_results"]
 
 # the order-0 kernels of the page, lag 1 first
 ORDER0 = ("bigram", "skipgram2", "skipgram3", "bag")
@@ -166,13 +167,25 @@ def _rise_times(result, name: str) -> list[int | None]:
     return times
 
 
+def timing_results(page: Experiment) -> dict[float, list]:
+    """The runs behind the timing claims: at each gamma of :func:`predictions` (``page``) its seeds 0 and 1 and
+    seed 2 (``ch8_predictions_seed2``), the same seeds at every scale, as results of one run each."""
+    extra = recordings.obtain("ch8_predictions_seed2")
+    found = {}
+    for g, p in page.predicted.items():
+        found[g] = [p] + [SimpleNamespace(steps=extra.steps, chance=extra.chance, runs=[r])
+                          for r in extra.select(gamma=g)]
+    return found
+
+
 def initialization(recorded, large, page: Experiment) -> Experiment:
     """What initialization does, on the recorded runs (``recorded``: ``ch8_real_text``, gamma 1, seeds 0-4;
     ``large``: ``ch8_real_text_large_init``, gamma 0.5 and 0.25, seeds 0-2; ``page``: :func:`predictions`,
-    two seeds at each of the three scales). Every dwell is counted from the loss's start
-    (:func:`~staircase_lib.claims.ch8.plateau_gone`), so a run that only starts later is not read as "no
-    plateau". ``sweep[gamma]``: :func:`plateaus` per run. Claims: no 4.5x plateau at gamma 0.5 and 0.25,
-    shortened at 0.5, gone at 0.25, the gamma 1 null, the bigram first at both, the lag-2 timing."""
+    two seeds at each of the three scales, and seed 2 at each for the timing, :func:`timing_results`). Every
+    dwell is counted from the loss's start (:func:`~staircase_lib.claims.ch8.plateau_gone`), so a run that only
+    starts later is not read as "no plateau". ``sweep[gamma]``: :func:`plateaus` per run. Claims: no 4.5x
+    plateau at gamma 0.5 and 0.25, shortened at 0.5, gone at 0.25, the gamma 1 null, the bigram first at both,
+    the lag-2 timing."""
     unigram = recorded.levels["unigram"]
     source = {1.0: recorded, 0.5: large, 0.25: large}
     sweep = {g: plateaus(source[g], unigram, g) for g in source}
@@ -199,10 +212,11 @@ def initialization(recorded, large, page: Experiment) -> Experiment:
         glue(f"ch8_final_{key}", sum(final) / len(final), "{:.2f}")
         glue(f"ch8_first_{key}", "" if g == 1.0 else order_kept[g].numbers["holds_in"], "{}")
     glue("ch8_quarter_enter", min(c.numbers["enter"] for c in gone[0.25]), "{}")
-    # timing: the bigram stair and the lag-2 rise beyond it at the three scales, the same two seeds
-    predicted = page.predicted
-    stairs = {g: [metrics.stair_time(p.steps, r.cka_bigram, window=3) for r in p.runs] for g, p in predicted.items()}
-    lag2 = {g: _rise_times(p, "skipgram2_partial") for g, p in predicted.items()}
+    # timing: the bigram stair and the lag-2 rise beyond it at the three scales, the same three seeds
+    timed = timing_results(page)
+    stairs = {g: [metrics.stair_time(p.steps, r.cka_bigram, window=3) for p in ps for r in p.runs]
+              for g, ps in timed.items()}
+    lag2 = {g: [t for p in ps for t in _rise_times(p, "skipgram2_partial")] for g, ps in timed.items()}
     grow_small = ch8.times_grow_with_gamma({g: lag2[g] for g in (0.5, 1.0)})
     grow_all = ch8.times_grow_with_gamma(lag2)
     grow_bigram = ch8.times_grow_with_gamma(stairs)
@@ -226,3 +240,185 @@ def initialization(recorded, large, page: Experiment) -> Experiment:
     data = SimpleNamespace(unigram=unigram, sweep=sweep, gone=gone, no_dwell=no_dwell, order_kept=order_kept,
                            stairs=stairs, lag2_times=lag2)
     return Experiment(data, claims)
+
+
+GPT2 = {("word", 64): "ch8_gpt2_word_d64", ("bpe", 64): "ch8_gpt2_bpe_d64",
+        ("word", 128): "ch8_gpt2_word_d128", ("bpe", 128): "ch8_gpt2_bpe_d128",
+        ("word", 256): "ch8_gpt2_word_d256", ("bpe", 256): "ch8_gpt2_bpe_d256"}
+"""The recorded GPT-2-style runs: (tokenizer, width) -> result name."""
+EQUAL_STEPS = (100, 1000, 4000)
+"""The steps at which held-out losses are compared: on the plateau of gamma 1, after the bigram stair, the end."""
+
+
+def gpt2(page: Experiment, large) -> Experiment:
+    """The GPT-2-style runs (:data:`GPT2`: pre-LayerNorm, tied embeddings, init std 0.02 with the residual outputs
+    scaled by 1/sqrt(2 layers), AdamW with weight decay 0.1 on the weights, 100 warmup steps and a cosine decay,
+    word-level and BPE tokens, at several widths) placed beside the course's runs (``page``: :func:`predictions`;
+    ``large``: ``ch8_real_text_large_init``). Each run is read with the chapter's predicates, each at its own
+    corpus's levels and chance: the rest on the unigram level counted from the loss's start
+    (:func:`~staircase_lib.claims.ch8.plateau_gone`: its ``dwell_ratio``; with the plateau's factor ``MIN_RATIO``
+    for "no plateau"), bigram first and highest among the order-0 alignments, and the prediction staircase; and
+    the held-out losses of gamma 1, gamma 0.5 and the word-level GPT-2-style runs at width 64 at
+    :data:`EQUAL_STEPS`. Claims: the bigram first in every GPT-2-style run (and its null), a rest on the unigram
+    level in every one (the loss does not pass it within a factor 2 in time; it does at gamma 0.25, the null),
+    also without the warmup (``ch8_gpt2_word_d64_no_warmup``), a rest under the plateau's factor with subword
+    tokens and over it with words (as at gamma 1), and the held-out comparisons at equal steps."""
+    results = {key: recordings.obtain(name) for key, name in GPT2.items()}
+    reads = {}
+    for key, result in results.items():
+        steps, unigram = result.steps, result.levels["unigram"]
+        reads[key] = [SimpleNamespace(
+            seed=r.seed, gamma=r.gamma,
+            passes=ch8.plateau_gone(steps, r.heldout_loss, unigram),
+            no_plateau=ch8.plateau_gone(steps, r.heldout_loss, unigram, max_ratio=MIN_RATIO),
+            first=ch8.bigram_first_and_highest(steps, {k: getattr(r, f"cka_{k}") for k in ORDER0}, result.chance),
+            climb=ch8.predictions_climb(steps, r.prediction_kl.T),
+            stair=metrics.stair_time(steps.clamp(min=1), r.cka_bigram, window=3)) for r in result.runs]
+    every = [x for runs in reads.values() for x in runs]
+    first_claim = ch8.in_every_run([x.first for x in every], "GPT-2 recipe: bigram first and highest")
+    lag2_lead = ch8.in_every_run([ch8.bigram_first_and_highest(
+        result.steps, {k: getattr(r, f"cka_{k}") for k in ORDER0}, result.chance, lead="skipgram2")
+        for result in results.values() for r in result.runs], "lag 2 as the lead", need=1)
+    first_null = Claim("with lag 2 as the lead the order claim fails in every GPT-2-style run", not lag2_lead,
+                       lag2_lead.numbers)
+    rests = ch8.in_every_run([Claim("rests: does not pass the unigram level within a factor 2 in time",
+                                    not x.passes, x.passes.numbers) for x in every], "GPT-2 recipe: a rest")
+    unigram = float(large.levels["unigram"])
+    passed = [ch8.plateau_gone(large.steps, r.heldout_loss, unigram) for r in large.select(gamma=0.25)]
+    rests_null = Claim("the rest rule fails at gamma 0.25 (the loss passes the level there)", all(passed),
+                       {"passes": [bool(c) for c in passed]})
+    for (tokenizer, width), runs in reads.items():
+        tag = f"{tokenizer}{width}"
+        glue(f"ch8_gpt2_{tag}_dwell", ", ".join(f"{x.passes.numbers['dwell_ratio']:.1f}" for x in runs), "{}")
+        glue(f"ch8_gpt2_{tag}_stair", ", ".join("none" if x.stair is None else str(x.stair) for x in runs), "{}")
+        glue(f"ch8_gpt2_{tag}_first", ch8.in_every_run([x.first for x in runs], tag).numbers["holds_in"], "{}")
+        glue(f"ch8_gpt2_{tag}_climb", ch8.in_every_run([x.climb for x in runs], tag).numbers["holds_in"], "{}")
+        glue(f"ch8_gpt2_{tag}_sit", ", ".join(f"{x.climb.numbers['unigram_ratio']:.1f}" for x in runs), "{}")
+        glue(f"ch8_gpt2_{tag}_gamma", runs[0].gamma, "{:.2f}")
+    for tokenizer in ("word", "bpe"):
+        runs = [x for (t, _), xs in reads.items() if t == tokenizer for x in xs]
+        glue(f"ch8_gpt2_{tokenizer}_leave", ", ".join(str(x.passes.numbers["leave"]) for x in runs), "{}")
+        glue(f"ch8_gpt2_{tokenizer}_no_plateau",
+             ch8.in_every_run([x.no_plateau for x in runs], tokenizer).numbers["holds_in"], "{}")
+        glue(f"ch8_gpt2_{tokenizer}_climbs", ch8.in_every_run([x.climb for x in runs], tokenizer).numbers["holds_in"],
+             "{}")
+        glue(f"ch8_gpt2_{tokenizer}_order", ch8.in_every_run(
+            [Claim("bigram closest after the unigram, then the trigram fall",
+                   x.climb.numbers["bigram_first"] is not None and x.climb.numbers["trigram_fall"] >= 0.05, {})
+             for x in runs], tokenizer).numbers["holds_in"], "{}")
+    # the length of the rest, by the plateau's factor counted from the start: under it with subword tokens,
+    # over it with words (read after the runs: we expected no run over it); the gamma = 1 runs are over it
+    by_tokens = {t: [x.no_plateau for (tok, _), xs in reads.items() if tok == t for x in xs] for t in ("word", "bpe")}
+    one = page.predicted[1.0]
+    course_long = [ch8.plateau_gone(one.steps, r.heldout_loss, float(one.levels["unigram"]), max_ratio=MIN_RATIO)
+                   for r in one.runs]
+    short_bpe = ch8.in_every_run(by_tokens["bpe"], "GPT-2 recipe, subword tokens: no rest of the plateau's factor")
+    long_word = Claim("GPT-2 recipe, words: every rest reaches the plateau's factor, as at gamma 1 (the null of the "
+                      "subword claim)", not any(by_tokens["word"]) and not any(course_long),
+                      {"word": [bool(c) for c in by_tokens["word"]], "gamma 1": [bool(c) for c in course_long]})
+    course = [ch8.plateau_gone(one.steps, r.heldout_loss, float(one.levels["unigram"])) for r in one.runs]
+    glue("ch8_gpt2_course_dwell", ", ".join(f"{c.numbers['dwell_ratio']:.1f}" for c in course), "{}")
+    glue("ch8_gpt2_unk", float(results[("word", 64)].corpus["unk_fraction"]) * 100, "{:.0f}")
+    for tokenizer in ("word", "bpe"):
+        lv = results[(tokenizer, 64)].levels
+        glue(f"ch8_gpt2_{tokenizer}_depth", float(lv["unigram"]) - float(lv["bigram"]), "{:.1f}")
+    # the word-level recipe without its warmup: does the rest come from the warmup's small first steps?
+    bare = recordings.obtain("ch8_gpt2_word_d64_no_warmup")
+    unwarmed = [ch8.plateau_gone(bare.steps, r.heldout_loss, float(bare.levels["unigram"])) for r in bare.runs]
+    glue("ch8_gpt2_no_warmup_dwell", ", ".join(f"{c.numbers['dwell_ratio']:.1f}" for c in unwarmed), "{}")
+    glue("ch8_gpt2_no_warmup_leave", ", ".join(str(c.numbers["leave"]) for c in unwarmed), "{}")
+    glue("ch8_gpt2_word64_leave", ", ".join(str(x.passes.numbers["leave"]) for x in reads[("word", 64)]), "{}")
+    rests_bare = ch8.in_every_run([Claim("rests: does not pass the unigram level within a factor 2 in time",
+                                         not c, c.numbers) for c in unwarmed], "without warmup: a rest")
+    # held-out loss at equal steps: gamma 1, gamma 0.5 (seeds 0, 1) and the GPT-2 recipe (word, width 64)
+    settings = {"one": one, "half": page.predicted[0.5], "gpt2": results[("word", 64)]}
+    steps = one.steps
+    if not all(torch.equal(r.steps, steps) for r in settings.values()):
+        raise ValueError("the compared runs must share their record steps")
+    losses = {k: [r.heldout_loss for r in result.runs] for k, result in settings.items()}
+    for key, curves in losses.items():
+        for at in EQUAL_STEPS:
+            i = int((steps == at).nonzero()[0])
+            glue(f"ch8_loss_{key}_{at}", ", ".join(f"{float(c[i]):.2f}" for c in curves), "{}")
+    claims = {"GPT-2 recipe: bigram first (recorded)": first_claim,
+              "GPT-2 recipe: order claim fails with lag 2 as lead (null)": first_null,
+              "GPT-2 recipe: the loss rests on the unigram level (recorded)": rests,
+              "rest rule fails at gamma 0.25 (null)": rests_null,
+              "GPT-2 recipe without warmup: the loss rests too": rests_bare,
+              "GPT-2 recipe, subword tokens: a shorter rest": short_bpe,
+              "GPT-2 recipe, words: a plateau-long rest (null of the above)": long_word,
+              "gamma 0.5 below gamma 1 at equal steps": ch8.lower_loss_at(steps, losses["half"], losses["one"],
+                                                                          EQUAL_STEPS),
+              "gamma 0.5 below the GPT-2 recipe at equal steps": ch8.lower_loss_at(
+                  steps, losses["half"], losses["gpt2"], EQUAL_STEPS),
+              "GPT-2 recipe does not end below gamma 1": Claim(
+                  "lower_loss_at(GPT-2 recipe, gamma 1, step 4000) fails", not ch8.lower_loss_at(
+                      steps, losses["gpt2"], losses["one"], EQUAL_STEPS[-1:]), {})}
+    data = SimpleNamespace(results=results, reads=reads, losses=losses, steps=steps)
+    return Experiment(data, claims)
+
+
+LIVE_STEPS = 600
+COUNTED_BEYOND = (LATER_CLAIMS["skipgram3_partial"], LATER_CLAIMS["pair_partial"])
+"""The claims the page counts as k of n beyond its own seeds (:func:`later_kernels`)."""
+"""The live runs' length: the claims of the live part read the first ``LIVE_STEPS`` steps of a recording."""
+
+
+def variant(name: str = "ch8_variant") -> Experiment:
+    """Every claim of the chapter's real-text part on a corpus changed the way another Python's would be (``name``:
+    ``TextCorpus.from_python_docs(variant=1)``, about 3 % of the documents dropped and 2 % repeated; gamma 1, 0.5
+    and 0.25, model seed 0, predictions measured), each with the chapter's predicate and thresholds: the live
+    claims on the first :data:`LIVE_STEPS` steps (plateau, bigram first, attention uniform then selective), the
+    recorded ones (plateau over 4000 steps, the prediction staircase, the later kernels' trends, what
+    initialization does, the lag-2 timing). ``checks``: claim name -> Claim; ``levels`` and ``shift``: the
+    variant's counted levels and their largest change from the chapter's corpus. Claim: every check holds but
+    those the page counts as k of n beyond its own seeds (:data:`COUNTED_BEYOND`, glued with the rest)."""
+    result = recordings.obtain(name)
+    steps, chance, levels = result.steps, result.chance, {k: float(v) for k, v in result.levels.items()}
+    one, half, quarter = (result.select(gamma=g)[0] for g in (1.0, 0.5, 0.25))
+    live = steps <= LIVE_STEPS
+
+    def order0(r, at=slice(None)):
+        return {k: getattr(r, f"cka_{k}")[at] for k in ORDER0}
+    t_live = metrics.stair_time(steps[live], one.cka_bigram[live], window=3)
+    entropy = one.attention_entropy.mean(0)  # [T]: layers averaged
+    stair = metrics.stair_time(steps.clamp(min=1), one.cka_bigram, window=3)
+    lag2 = {g: ch8.half_rise_time(steps, r.cka_skipgram2_partial, chance["skipgram2_partial"],
+                                  after=metrics.stair_time(steps.clamp(min=1), r.cka_bigram, window=3) or 0)
+            for g, r in ((1.0, one), (0.5, half))}
+    checks = {
+        "plateau on H1 (live)": ch8.plateau_on_unigram(steps[live], one.heldout_loss[live], levels["unigram"],
+                                                       min_ratio=MIN_RATIO, next_level=levels["bigram"]),
+        "bigram first and highest (live)": ch8.bigram_first_and_highest(steps[live], order0(one, live), chance),
+        "attention uniform to the bigram stair (live)": ch8.attention_uniform_through(
+            steps[live], entropy[live], t_live, then_selective=True),
+        "plateau on H1 (recorded)": ch8.plateau_on_unigram(steps, one.heldout_loss, levels["unigram"],
+                                                           min_ratio=MIN_RATIO),
+        "predictions: unigram, bigram, trigram": ch8.predictions_climb(steps, one.prediction_kl.T),
+        **{LATER_CLAIMS[k]: ch8.rises_with_trend(steps, getattr(one, f"cka_{k}"), chance[k], stair)
+           for k in LATER_CLAIMS},
+        "no 4.5x plateau at gamma 0.5, 0.25": ch8.in_every_run(
+            [ch8.plateau_gone(steps, r.heldout_loss, levels["unigram"], max_ratio=MIN_RATIO) for r in (half, quarter)],
+            "both scales"),
+        "gamma 0.5: plateau shortened, not gone": Claim("no 4.5x plateau, yet plateau_gone fails", bool(
+            ch8.plateau_gone(steps, half.heldout_loss, levels["unigram"], max_ratio=MIN_RATIO))
+            and not ch8.plateau_gone(steps, half.heldout_loss, levels["unigram"]), {}),
+        "gamma 0.25: plateau gone": ch8.plateau_gone(steps, quarter.heldout_loss, levels["unigram"]),
+        "gamma 1: plateau not gone (null)": Claim("plateau_gone fails at gamma 1", not ch8.plateau_gone(
+            steps, one.heldout_loss, levels["unigram"]), {}),
+        "gamma 0.5: bigram first": ch8.bigram_first_and_highest(steps, order0(half), chance),
+        "gamma 0.25: bigram first": ch8.bigram_first_and_highest(steps, order0(quarter), chance),
+        "lag-2 rise later at gamma 1 than 0.5": ch8.times_grow_with_gamma({g: [t] for g, t in lag2.items()}),
+    }
+    shift = max(abs(levels[k] - float(v)) for k, v in recordings.obtain("ch8_predictions_g100").levels.items())
+    glue("ch8_variant_holds", f"{sum(map(bool, checks.values()))} of {len(checks)}", "{}")
+    failing = [k for k, c in checks.items() if not c]
+    said = {LATER_CLAIMS["skipgram3_partial"]: "the lag-3 rise", LATER_CLAIMS["pair_partial"]: "the pair part's rise"}
+    glue("ch8_variant_fails", "none" if not failing else "; ".join(said.get(k, k) for k in failing), "{}")
+    glue_bound("ch8_variant_shift", shift, "upper", 2)
+    # lag 3 and the pair part are k of n claims beyond the page's seeds (:func:`later_kernels`): counted, not asked
+    asked = [k for k in checks if k not in COUNTED_BEYOND]
+    claim = Claim("every claim the page asks of every seed holds on the varied corpus (model seed 0)",
+                  all(checks[k] for k in asked), {"fails": failing, "level_shift": shift})
+    return Experiment(SimpleNamespace(checks=checks, levels=levels, shift=shift),
+                      {"the claims hold on a varied corpus": claim})

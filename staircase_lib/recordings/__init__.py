@@ -31,7 +31,10 @@ RECORDERS: dict[str, Callable[..., dict]] = {
     **{name: ch8.real_text for name in ("ch8_real_text", "ch8_real_text_large_init", "ch8_real_text_tied",
                                         "ch8_real_text_long", "ch8_predictions_g100", "ch8_predictions_g050",
                                         "ch8_predictions_g025", "ch8_predictions_shuffled",
-                                        "ch8_predictions_new_seeds", "ch8_predictions_seed4")},
+                                        "ch8_predictions_new_seeds", "ch8_predictions_seed4", "ch8_gpt2_word_d64",
+                                        "ch8_gpt2_bpe_d64", "ch8_gpt2_word_d128", "ch8_gpt2_bpe_d128",
+                                        "ch8_predictions_seed2", "ch8_variant", "ch8_gpt2_word_d64_no_warmup",
+                                        "ch8_gpt2_word_d256", "ch8_gpt2_bpe_d256")},
     "ch9_seeds": ch9.seeds_and_control,
 }
 

@@ -70,12 +70,25 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
               layers: int = 1, heads: int = 2, d_embed: int = 64, seq_len: int = 16, vocab_size: int = 512,
               words: int = 150, steps: int = 4000, lr: float = 3e-3, batch_size: int = 32, eval_size: int = 512,
               records_per_decade: int = 20, device: str = "auto",
-              keep_embeddings: bool = False, predictions: int = 0, shuffled: bool = False) -> dict:
+              keep_embeddings: bool = False, predictions: int = 0, shuffled: bool = False,
+              tokenizer: str = "word", layer_norm: bool = False, init_std: float | None = None,
+              optimizer: str = "adam", weight_decay: float = 0.0, warmup_steps: int = 0,
+              schedule: str = "constant", betas: Sequence[float] = (0.9, 0.999),
+              variant: int | None = None) -> dict:
     """Train ``gammas`` x ``seeds`` tiny GPTs (model seeds ``first_seed``, ...) and return the result; with
     ``keep_embeddings`` also the frequent words' embeddings of every run, under ``"embeddings"`` as tensors
     (for ``torch.save``, not for JSON). ``predictions``: held-out sequences the prediction divergences are
-    measured on (0: not measured); ``shuffled``: train on the word-shuffled corpus (seed 0)."""
+    measured on (0: not measured); ``shuffled``: train on the word-shuffled corpus (seed 0).
+
+    The GPT-2 recipe: ``tokenizer="bpe"`` (subword tokens, ``TextCorpus``), ``layer_norm``, ``init_std`` (GPT-2's
+    initialization, which replaces ``gammas``: each run's ``gamma`` is then its place on the axis, see
+    ``models.Transformer``), and the optimizer settings of ``training.TrainConfig`` (``optimizer="adamw"``,
+    ``weight_decay``, ``warmup_steps``, ``schedule``, ``betas``). ``variant``: train on a corpus changed the way
+    another Python's would be (``TextCorpus.from_python_docs``)."""
     check_positive_int("seeds", seeds)
+    if init_std is not None and list(gammas) != [1.0]:
+        raise ValueError(f"init_std={init_std!r} replaces gammas; leave gammas at (1.0,), got {list(gammas)}")
+    betas = tuple(float(b) for b in betas)
     check_positive_int("words", words)
     if not isinstance(vocab_size, int) or vocab_size <= words:
         raise ValueError(f"vocab_size must be an int above words ({words}), got {vocab_size!r}")
@@ -84,7 +97,7 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
         raise ValueError(f"predictions must be an int in [0, eval_size={eval_size}], got {predictions!r}")
     if not isinstance(shuffled, bool):
         raise TypeError(f"shuffled must be True or False, got {shuffled!r}")
-    corpus = corpora.TextCorpus.from_python_docs(vocab_size)
+    corpus = corpora.TextCorpus.from_python_docs(vocab_size, tokenizer=tokenizer, variant=variant)
     if shuffled:
         corpus = corpus.shuffled(0)
     frequent = corpus.frequent_words(words)
@@ -98,26 +111,32 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
         extra = {"contexts": contexts, "references": references}
     kind = _PredictingGPT if predictions else models.TinyGPT
     gpts = [kind(corpus.vocab_size, seq_len, d_embed=d_embed, n_layers=layers, n_heads=heads, tied=tied, gamma=g,
-                 seed=s, **(extra if predictions else {})) for g, s in members]
+                 seed=s, layer_norm=layer_norm, init_std=init_std, **(extra if predictions else {}))
+            for g, s in members]
     config = training.TrainConfig(steps=steps, lr=lr, batch_size=batch_size, record="log",
                                   records_per_decade=records_per_decade, eval_size=eval_size, device=device,
-                                  progress=False)
+                                  progress=False, optimizer=optimizer, weight_decay=weight_decay,
+                                  warmup_steps=warmup_steps, schedule=schedule, betas=betas)
     runs = training.train_ensemble(gpts, task, config, seeds=[s for _, s in members], probes={"heldout": heldout})
     settings = dict(seeds=seeds, first_seed=first_seed, gammas=list(gammas), tied=tied, layers=layers, heads=heads,
                     d_embed=d_embed, seq_len=seq_len, vocab_size=vocab_size, words=words, steps=steps, lr=lr,
                     batch_size=batch_size, eval_size=eval_size, records_per_decade=records_per_decade,
-                    device=device, predictions=predictions, shuffled=shuffled)
+                    device=device, predictions=predictions, shuffled=shuffled, tokenizer=tokenizer,
+                    layer_norm=layer_norm, init_std=init_std, optimizer=optimizer, weight_decay=weight_decay,
+                    warmup_steps=warmup_steps, schedule=schedule, betas=list(betas), variant=variant)
     out = {"config": {**settings, "device_used": str(runtime.resolve_device(device))},
            "corpus": {"source": corpus.source, "python": corpus.python_version, "sha256": corpus.content_hash,
                       "tokens": len(corpus.tokens), "heldout_tokens": len(corpus.heldout_tokens),
-                      "unk_fraction": round(corpus.unk_fraction(), 4)},
+                      "unk_fraction": round(corpus.unk_fraction(), 4), "tokenizer": corpus.tokenizer,
+                      "vocab_size": corpus.vocab_size},
            "levels": {k: round(v, 4) for k, v in corpus.ngram_levels().items()},
            "levels_train": {k: round(v, 4) for k, v in corpus.ngram_levels(heldout=False).items()},
            "chance": {k: round(v, 4) for k, v in corpus.alignment_chance(d_embed, frequent, seq_len,
                                                                           kernels).items()},
            "step": runs[0].steps.tolist(), "runs": [], "train_seconds": runs[0].seconds}
-    for (g, s), run in zip(members, runs):
-        out["runs"].append({"gamma": g, "seed": s, "tied": tied, **measure(corpus, run, frequent, kernels, seq_len)})
+    for (g, s), gpt, run in zip(members, gpts, runs):  # a GPT-2 initialization's gamma: its place on the axis
+        out["runs"].append({"gamma": g if init_std is None else round(gpt.gamma, 4), "seed": s, "tied": tied,
+                            **measure(corpus, run, frequent, kernels, seq_len)})
     if keep_embeddings:
         out["embeddings"] = {"step": runs[0].steps, "words": frequent, "members": members,
                              "embeddings": [run.embeddings[:, frequent].clone() for run in runs]}

@@ -18,7 +18,7 @@ from torch.nn import functional as F
 from .._checks import check_labels, check_nonnegative_int, check_tokens
 from ..runtime import capped_threads, resolve_device, training_threads
 from ..tasks import Batch
-from .batched import AutogradMembers, make_optimizer, wrapped_logits
+from .batched import AutogradMembers, optimizer_for, wrapped_logits
 from .config import History, TrainConfig, record_steps
 from .data import BatchStream, evaluation_batches
 from .embmlp_kernel import EmbMLPKernel
@@ -75,7 +75,7 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
     _check_wrap(wrap, 1)
     device = resolve_device(config.device)
     model.to(device).train()
-    optimizer = make_optimizer(config.optimizer, [p for p in model.parameters() if p.requires_grad], config.lr)
+    optimizer, schedule = optimizer_for(model, [p for p in model.parameters() if p.requires_grad], config)
     forward = wrapped_logits(model, wrap)  # model.logits, or the wrapped module that calls it
     batches = BatchStream([task], [config.seed], config.batch_size, device)  # one member: tensors [1, n, ...]
     marks = record_steps(config)
@@ -93,6 +93,7 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
             optimizer.zero_grad(set_to_none=True)
             loss.backward()  # backward
             optimizer.step()  # step: Adam or SGD
+            schedule.step()  # the learning rate of the next step (constant unless the config asks otherwise)
     model.eval()
     history = _histories(recorder.records, marks, config, [config.seed])[0]
     history.extras = {k: v for k, v in history.extras.items() if k not in ("ensemble_size", "member")}
@@ -126,7 +127,7 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
         if _uses_kernel(config, models[0], wrap):
             engine = EmbMLPKernel(models, config.optimizer, config.lr)
         else:
-            engine = AutogradMembers(models, config.optimizer, config.lr, wrap=wrap)
+            engine = AutogradMembers(models, wrap=wrap, config=config)
         marks = record_steps(config)
         stream = BatchStream(tasks, seeds, config.batch_size, device, prepare=engine.prepare)
         records = run(engine, stream, config.steps, marks.tolist(),
@@ -168,7 +169,7 @@ def _uses_kernel(config: TrainConfig, model: nn.Module, wrap) -> bool:
         if wrap is not None:
             raise ValueError("engine='kernel' cannot train through wrap; use engine='autograd'")
         return True
-    return config.engine == "auto" and wrap is None and EmbMLPKernel.supports(model)
+    return config.engine == "auto" and wrap is None and config.plain_schedule and EmbMLPKernel.supports(model)
 
 
 def _check_wrap(wrap, n_models: int) -> None:

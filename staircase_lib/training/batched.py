@@ -20,23 +20,53 @@ from torch.nn import functional as F
 from ..metrics import attention_entropy
 from .data import as_batches
 
-__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "member_losses", "member_accuracies",
-           "wrapped_logits", "attention_records"]
+__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "decays", "optimizer_for", "member_losses",
+           "member_accuracies", "wrapped_logits", "attention_records"]
 
 
 ADAM_DEFAULTS = dict(beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
 """``torch.optim.Adam``'s defaults, in the names of its functional form ``torch.optim.adam.adam``."""
 
 
-def make_optimizer(name: str, params: list[torch.Tensor], lr: float) -> torch.optim.Optimizer:
-    """``torch.optim.Adam`` (with :data:`ADAM_DEFAULTS`, fused into one kernel where the device supports it) or
-    plain SGD."""
+def make_optimizer(name: str, params: list[torch.Tensor], lr: float, *, weight_decay: float = 0.0,
+                   decay: list[bool] | None = None,
+                   betas: tuple[float, float] | None = None) -> torch.optim.Optimizer:
+    """``torch.optim.Adam`` (with :data:`ADAM_DEFAULTS`, fused into one kernel where the device supports it),
+    plain SGD, or ``torch.optim.AdamW`` (``name="adamw"``) with decoupled ``weight_decay`` on the parameters whose
+    ``decay`` flag is True (one per parameter; default: every parameter) and none on the others. ``betas``:
+    Adam's and AdamW's moment rates (default ``ADAM_DEFAULTS``)."""
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr)
     fused = all(p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in params)
     d = ADAM_DEFAULTS
-    return torch.optim.Adam(params, lr=lr, betas=(d["beta1"], d["beta2"]), eps=d["eps"],
+    betas = (d["beta1"], d["beta2"]) if betas is None else tuple(betas)
+    if name == "adamw":
+        decay = [True] * len(params) if decay is None else list(decay)
+        if len(decay) != len(params):
+            raise ValueError(f"decay must hold one flag per parameter ({len(params)}), got {len(decay)}")
+        groups = [{"params": [p for p, f in zip(params, decay) if f], "weight_decay": weight_decay},
+                  {"params": [p for p, f in zip(params, decay) if not f], "weight_decay": 0.0}]
+        return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=betas, eps=d["eps"],
+                                 fused=fused or None)
+    return torch.optim.Adam(params, lr=lr, betas=betas, eps=d["eps"],
                             weight_decay=d["weight_decay"], fused=fused or None)
+
+
+def decays(model: nn.Module) -> list[bool]:
+    """Which trainable parameters of ``model`` (in ``named_parameters`` order) weight decay acts on: the weight
+    matrices and embeddings (2-D or more), not biases or LayerNorm gains (1-D), as nanoGPT decides."""
+    return [p.dim() >= 2 for p in model.parameters() if p.requires_grad]
+
+
+def optimizer_for(model: nn.Module, params: list[torch.Tensor], config) -> tuple[torch.optim.Optimizer,
+                                                                                   torch.optim.lr_scheduler.LambdaLR]:
+    """The optimizer of a run with ``config`` (a ``TrainConfig``) over ``params``, the trainable parameters of
+    ``model`` in its order (or the same stacked along a member axis), and its learning-rate schedule
+    (:func:`~staircase_lib.training.config.lr_factor`; call its ``step()`` after each optimizer step)."""
+    from .config import lr_factor
+    optimizer = make_optimizer(config.optimizer, params, config.lr, weight_decay=config.weight_decay,
+                               decay=decays(model), betas=config.betas)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(config, step))
 
 
 def member_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -100,7 +130,7 @@ class AutogradMembers:
     """
 
     def __init__(self, models: list[nn.Module], optimizer: str | None = None, lr: float | None = None,
-                 wrap: Callable[[nn.Module], nn.Module] | None = None):
+                 wrap: Callable[[nn.Module], nn.Module] | None = None, config=None):
         self.models = models
         self.template = models[0]
         if len(models) == 1:  # train the model's own parameters: nothing to stack
@@ -109,8 +139,13 @@ class AutogradMembers:
             params, _ = stack_module_state(models)  # leaves [K, ...], requires_grad as in the members
             self.params = params
         trainable = [p for p in self.params.values() if p.requires_grad]
-        # without an optimizer it only watches (evaluate, embeddings, snapshot), as for train()'s own loop
-        self.optimizer = make_optimizer(optimizer, trainable, lr) if optimizer is not None else None
+        # without an optimizer it only watches (evaluate, embeddings, snapshot), as for train()'s own loop;
+        # with a TrainConfig ``config`` its optimizer, weight decay and learning-rate schedule are the config's
+        self.schedule = None
+        if config is not None:  # weight decay is decided per parameter from the template's (unstacked) shapes
+            self.optimizer, self.schedule = optimizer_for(self.template, trainable, config)
+        else:
+            self.optimizer = make_optimizer(optimizer, trainable, lr) if optimizer is not None else None
         self._logits = self._per_member("logits")
         self._train_logits = self._logits
         if wrap is not None:
@@ -146,6 +181,8 @@ class AutogradMembers:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
+        if self.schedule is not None:
+            self.schedule.step()
 
     @torch.no_grad()
     def evaluate(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

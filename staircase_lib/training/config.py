@@ -9,9 +9,10 @@ import torch
 from .._checks import check_choice, check_finite_float, check_positive_int, check_nonnegative_int
 from ..runtime import resolve_device
 
-__all__ = ["TrainConfig", "History", "record_steps"]
+__all__ = ["TrainConfig", "History", "record_steps", "lr_factor"]
 
-OPTIMIZERS = ("adam", "sgd")
+OPTIMIZERS = ("adam", "sgd", "adamw")
+SCHEDULES = ("constant", "cosine")
 RECORD_SCHEDULES = ("linear", "log")
 ENGINES = ("auto", "autograd", "kernel")
 
@@ -32,6 +33,13 @@ class TrainConfig:
     batched step (same results up to float rounding, about 1.5x faster on a CPU; a ``ValueError`` at training
     time for any other model), and ``"auto"`` takes it for a plain Emb-MLP and autograd otherwise: the recorders
     of the long runs use ``"auto"`` for its speed. Every chapter fits its 60 s budget on autograd.
+
+    The course trains at a constant rate with Adam (``torch.optim.Adam``'s defaults) or plain SGD. A language-model
+    recipe is also there (Chapter 8's GPT-2-style runs): ``optimizer="adamw"`` (decoupled weight decay
+    ``weight_decay``, applied to the weight matrices and embeddings only, never to biases or LayerNorm gains, as
+    nanoGPT does), ``betas`` (Adam's and AdamW's moment rates), a linear warmup over ``warmup_steps`` steps and,
+    with ``schedule="cosine"``, a cosine decay from ``lr`` to ``lr / 10`` at the last step (see
+    :func:`lr_factor`). These need the autograd engine.
     """
 
     steps: int
@@ -46,6 +54,10 @@ class TrainConfig:
     record: str = "linear"
     records_per_decade: int = 20
     engine: str = "autograd"
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    schedule: str = "constant"
+    betas: tuple[float, float] = (0.9, 0.999)
 
     def __post_init__(self) -> None:
         check_positive_int("steps", self.steps)
@@ -61,6 +73,43 @@ class TrainConfig:
         check_choice("record", self.record, RECORD_SCHEDULES)
         check_positive_int("records_per_decade", self.records_per_decade)
         check_choice("engine", self.engine, ENGINES)
+        check_finite_float("weight_decay", self.weight_decay)
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        if self.weight_decay > 0 and self.optimizer != "adamw":
+            raise ValueError(f"weight_decay={self.weight_decay!r} needs optimizer='adamw' (decoupled decay), "
+                             f"got optimizer={self.optimizer!r}")
+        check_nonnegative_int("warmup_steps", self.warmup_steps)
+        if self.warmup_steps >= self.steps:
+            raise ValueError(f"warmup_steps must be below steps={self.steps}, got {self.warmup_steps}")
+        check_choice("schedule", self.schedule, SCHEDULES)
+        if (not isinstance(self.betas, tuple) or len(self.betas) != 2
+                or not all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < 1
+                           for b in self.betas)):
+            raise ValueError(f"betas must be a tuple of two numbers in [0, 1), got {self.betas!r}")
+        if self.optimizer == "sgd" and self.betas != (0.9, 0.999):
+            raise ValueError(f"betas are Adam's; optimizer='sgd' takes none, got betas={self.betas!r}")
+        if self.engine == "kernel" and not self.plain_schedule:
+            raise ValueError("engine='kernel' trains at a constant rate with Adam or SGD; warmup_steps, schedule, "
+                             "weight_decay, betas and optimizer='adamw' need engine='autograd'")
+
+    @property
+    def plain_schedule(self) -> bool:
+        """True for the course's constant-rate Adam or SGD (what the Emb-MLP kernel implements)."""
+        return (self.optimizer != "adamw" and self.warmup_steps == 0 and self.schedule == "constant"
+                and self.betas == (0.9, 0.999))
+
+
+def lr_factor(config: TrainConfig, step: int) -> float:
+    """The learning rate at training step ``step`` (0-based) as a fraction of ``config.lr``: ``(step + 1) /
+    warmup_steps`` during the warmup, then 1 (``schedule="constant"``) or the cosine from 1 at the warmup's end
+    to 0.1 at the last step (``schedule="cosine"``, nanoGPT's ``min_lr = lr / 10``)."""
+    if step < config.warmup_steps:
+        return (step + 1) / config.warmup_steps
+    if config.schedule == "constant":
+        return 1.0
+    progress = min(1.0, (step - config.warmup_steps) / max(1, config.steps - 1 - config.warmup_steps))
+    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def record_steps(config: TrainConfig) -> torch.Tensor:
