@@ -36,8 +36,7 @@ from .cache import default_directory
 from .metrics import alignment_curve, partial_alignment_curve
 from .tasks.next_token import NextTokenSequences, NextTokenWindows
 
-__all__ = ["TextCorpus", "UNK", "TOKENIZERS", "PARTIAL_CONTROLS", "python_docs_text", "varied_documents",
-           "word_pieces"]
+__all__ = ["TextCorpus", "TOKENIZERS", "PARTIAL_CONTROLS"]
 
 UNK = "<unk>"
 TOKENIZERS = ("word", "bpe")

@@ -19,11 +19,9 @@ from .. import metrics
 from ..metrics import cka, crossing_time, rank_correlation, smooth, stair_time
 from .base import Claim
 
-__all__ = ["plateau_on_unigram", "bigram_first_and_highest", "rises_after", "in_every_run",
-           "bigram_blind_to_class", "pos_then_class", "entropy_drop_near_class_stair",
-           "bigram_alignment_first", "persistence_lifts_class", "no_plateau_at_large_init",
-           "pos_transient", "attention_uniform_through", "predictions_climb", "plateau_gone", "rise_trend",
-           "rises_with_trend", "half_rise_time", "censored_median", "times_grow_with_gamma", "lower_loss_at"]
+__all__ = ["plateau_on_unigram", "bigram_first_and_highest", "in_every_run", "bigram_blind_to_class",
+           "pos_then_class", "attention_uniform_through", "predictions_climb", "plateau_gone", "rises_with_trend",
+           "half_rise_time", "times_grow_with_gamma", "lower_loss_at"]
 
 
 def bigram_blind_to_class(rows: torch.Tensor, pos: torch.Tensor, cls: torch.Tensor,
@@ -57,75 +55,6 @@ def pos_then_class(steps: torch.Tensor, pos_curve: torch.Tensor, class_curve: to
                  holds, {"pos_stair": t_pos, "class_stair": t_cls, "class_rise": rise})
 
 
-def entropy_drop_near_class_stair(steps: torch.Tensor, entropy: torch.Tensor, pos_stair: int | None,
-                                  class_stair: int | None, level: float = 0.75, uniform: float = 0.95,
-                                  factor: float = 2.0) -> Claim:
-    """Attention is still uniform at the POS stair (entropy at that record ``>= uniform``) and first falls
-    below ``level`` within a factor ``factor`` of the class stair (after it or before it). A run without a
-    stair or without a drop is censored and fails."""
-    below = (entropy < level).nonzero().flatten()
-    drop = int(steps[below[0]]) if len(below) else None
-    if pos_stair is None or class_stair is None or drop is None:
-        return Claim("entropy drop near the class stair (censored)", False,
-                     {"drop": drop, "pos_stair": pos_stair, "class_stair": class_stair})
-    at_pos = float(entropy[int((steps <= pos_stair).sum()) - 1])
-    ratio = max(drop, 1) / max(class_stair, 1)
-    holds = at_pos >= uniform and 1 / factor <= ratio <= factor
-    return Claim(f"entropy >= {uniform:g} at the POS stair; first below {level:g} within {factor:g}x of "
-                 "the class stair", holds,
-                 {"entropy_at_pos_stair": at_pos, "drop": drop, "class_stair": class_stair, "ratio": ratio})
-
-
-def bigram_alignment_first(steps: torch.Tensor, bigram_curve: torch.Tensor, class_stair: int | None,
-                           threshold: float = 0.9) -> Claim:
-    """The noun embeddings align with the bigram (order-0, lag-1) kernel before the class stair: the
-    largest CKA recorded before ``class_stair`` exceeds ``threshold``. No class stair: censored, fails."""
-    if class_stair is None:
-        return Claim(f"CKA(bigram) > {threshold:g} before the class stair (censored)", False,
-                     {"max_before": float("nan"), "class_stair": None})
-    before = bigram_curve[steps < class_stair]
-    best = float(before.max()) if len(before) else float("nan")
-    at = int(steps[int(before.argmax())]) if len(before) else None
-    return Claim(f"CKA(bigram) > {threshold:g} before the class stair", best > threshold,
-                 {"max_before": best, "at_step": at, "class_stair": class_stair})
-
-
-def persistence_lifts_class(class_topic: torch.Tensor, class_plain: torch.Tensor, min_gap: float = 0.15,
-                            tail: float = 0.15) -> Claim:
-    """A topic that persists across sentences is what lifts the *global* class alignment: over the last
-    ``tail`` of the records, the mean class CKA of the run on the topic corpus exceeds that of the same
-    model on the corpus without persistence by at least ``min_gap``."""
-    n = max(1, math.ceil(tail * len(class_topic)))
-    topic, plain = float(class_topic[-n:].mean()), float(class_plain[-n:].mean())
-    return Claim(f"late CKA(class): topic corpus - no-persistence corpus >= {min_gap:g}",
-                 topic - plain >= min_gap, {"topic": topic, "plain": plain, "gap": topic - plain})
-
-
-def no_plateau_at_large_init(steps: torch.Tensor, pos_curve: torch.Tensor, start: int = 100,
-                             end: int = 300, max_pos: float = 0.5) -> Claim:
-    """At large initialization there is no POS plateau: the POS alignment stays below ``max_pos`` on the
-    steps from ``start`` to ``end`` (where the small-initialization runs sit on theirs)."""
-    window = pos_curve[(steps >= start) & (steps <= end)]
-    value = float(window.max()) if len(window) else float("nan")
-    return Claim(f"CKA(POS) < {max_pos:g} on steps {start}-{end}", len(window) > 0 and value < max_pos,
-                 {"max_pos": value})
-
-
-def pos_transient(steps: torch.Tensor, pos_curve: torch.Tensor, class_stair: int | None,
-                  min_drop: float = 0.1, tail: float = 0.1) -> Claim:
-    """The POS structure is transient: the POS alignment's peak before the class stair exceeds its mean
-    over the last ``tail`` of the records by at least ``min_drop`` (the class directions take part of
-    the embeddings' variance). No class stair: censored, fails."""
-    if class_stair is None:
-        return Claim(f"CKA(POS) falls by >= {min_drop:g} after its peak (censored)", False,
-                     {"peak": float("nan"), "final": float("nan")})
-    peak = float(pos_curve[steps <= class_stair].max())
-    final = float(pos_curve[-max(1, math.ceil(tail * len(pos_curve))):].mean())
-    return Claim(f"CKA(POS) falls by >= {min_drop:g} from its peak to the end", peak - final >= min_drop,
-                 {"peak": peak, "final": final, "drop": peak - final})
-
-
-# ----- real text ----------------------------------------------------------------------------------------
 def plateau_on_unigram(steps: torch.Tensor, loss: torch.Tensor, unigram: float, tolerance: float = 0.1,
                        min_ratio: float = 4.5, min_drop: float | None = None, next_level: float | None = None,
                        min_share: float = 0.25) -> Claim:
@@ -194,22 +123,6 @@ def bigram_first_and_highest(steps: torch.Tensor, curves: Mapping[str, torch.Ten
     highest = all(peak[lead] > peak[n] for n in others)
     return Claim(f"CKA({lead}) - chance reaches {threshold:g} before every other kernel's and peaks highest",
                  first and highest, {"rise": rise, "peak_above_chance": peak})
-
-
-def rises_after(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: int | None,
-                min_rise: float = 0.05, at_most: float = 0.1, window: int = 3, tail: float = 0.1) -> Claim:
-    """A later kernel rises after the bigram stair: the curve (smoothed over ``window`` records) is at most
-    ``at_most`` above its chance level at step ``after`` (the bigram stair), and from there to its mean over
-    the last ``tail`` of the records it gains at least ``min_rise`` and at least as much as it had at the
-    stair (most of its rise comes after). No bigram stair (``after=None``): censored, fails."""
-    values = smooth(curve.double(), window) - chance
-    if after is None or not (steps >= after).any():
-        return Claim(f"rises by >= {min_rise:g} after the bigram stair (censored)", False, {"after": after})
-    at = float(values[int((steps <= after).sum()) - 1])
-    end = float(values[-max(1, math.ceil(tail * len(values))):].mean())
-    holds = at <= at_most and end - at >= max(min_rise, at)
-    return Claim(f"<= {at_most:g} above chance at the bigram stair, then gains >= {min_rise:g} (and more than "
-                 "it had)", holds, {"at_bigram_stair": at, "end": end, "gain": end - at})
 
 
 def attention_uniform_through(steps: torch.Tensor, entropy: torch.Tensor, stair: int | None,

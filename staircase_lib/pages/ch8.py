@@ -17,9 +17,8 @@ from .. import metrics, recordings
 from ..claims import Claim, ch8, glue, glue_bound
 from .base import Experiment
 
-__all__ = ["Experiment", "ORDER0", "MIN_RATIO", "curves_of", "plateaus", "live_plateau", "new_seeds",
-           "predictions", "later_kernels", "initialization", "gpt2", "GPT2", "EQUAL_STEPS", "variant",
-           "LIVE_STEPS", "COUNTED_BEYOND", "timing_results"]
+__all__ = ["Experiment", "ORDER0", "plateaus", "live_plateau", "new_seeds", "predictions", "later_kernels",
+           "initialization", "gpt2", "variant"]
 
 # the order-0 kernels of the page, lag 1 first
 ORDER0 = ("bigram", "skipgram2", "skipgram3", "bag")

@@ -20,8 +20,8 @@ from torch.nn import functional as F
 from ..metrics import attention_entropy
 from .data import as_batches
 
-__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "make_optimizer", "decays", "optimizer_for", "member_losses",
-           "member_accuracies", "wrapped_logits", "attention_records"]
+__all__ = ["ADAM_DEFAULTS", "AutogradMembers", "decays", "optimizer_for", "member_losses", "member_accuracies",
+           "wrapped_logits", "attention_records"]
 
 
 ADAM_DEFAULTS = dict(beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
