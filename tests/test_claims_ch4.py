@@ -607,3 +607,14 @@ def test_recorded_new_seeds_hold_the_gradient_descent_pair_and_kick_claims():
                                        escape.config["batch_size"], kick.steps,
                                        [r.pure_growth[2] for r in kick.runs], kick.config["batch_size"])
     assert claim, claim
+
+
+def test_the_recorded_kick_is_there_without_minibatches():
+    kick, exact = sl.results.recorded("ch4_gd_kick"), sl.results.recorded("ch4_gd_kick_population")
+    assert exact.config["seeds"] == kick.config["seeds"] and exact.config["batch_size"] == "population"
+    since = max(r.stair_times[0] for r in kick.runs)
+    minibatch, full = [r.pure_growth[2] for r in kick.runs], [r.pure_growth[2] for r in exact.runs]
+    claim = ch4.kick_without_minibatches(kick.steps, minibatch, exact.steps, full, first=since)
+    assert claim, claim
+    # the null: a kick made of gradient noise would be absent from the exact runs
+    assert not ch4.kick_without_minibatches(kick.steps, minibatch, exact.steps, [0.01 * g for g in full], first=since)
