@@ -34,6 +34,8 @@ CPU here):
         --record-every 500 --out staircase_lib/data/ch4_gd_pair_timing_new_seeds.json
     python scripts/ch4_sweep.py --optimizer sgd --lr 2 --batch-size 8192 --gammas 0.75 --seeds 2 3 --steps 4000 \
         --record-every 50 --out staircase_lib/data/ch4_gd_kick_new_seeds.json
+    python scripts/ch4_sweep.py --population --optimizer sgd --lr 2 --gammas 0.75 --seeds 2 3 --steps 800 \
+        --record-every 50 --device cpu --out staircase_lib/data/ch4_gd_kick_population_new_seeds.json
     # the activation explorer's views: seed 0 of four activations, 20,000 steps (about five minutes on a CPU)
     python scripts/ch4_sweep.py --activations gelu tanh quadratic identity --gammas 1 --seeds 0 --steps 20000 \
         --out staircase_lib/data/ch4_activations.json

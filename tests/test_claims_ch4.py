@@ -607,6 +607,12 @@ def test_recorded_new_seeds_hold_the_gradient_descent_pair_and_kick_claims():
                                        escape.config["batch_size"], kick.steps,
                                        [r.pure_growth[2] for r in kick.runs], kick.config["batch_size"])
     assert claim, claim
+    exact = sl.results.recorded("ch4_gd_kick_population_new_seeds")
+    assert exact.config["seeds"] == kick.config["seeds"]
+    claim = ch4.kick_without_minibatches(kick.steps, [r.pure_growth[2] for r in kick.runs], exact.steps,
+                                         [r.pure_growth[2] for r in exact.runs],
+                                         first=max(r.stair_times[0] for r in kick.runs))
+    assert claim, claim
 
 
 def test_the_recorded_kick_is_there_without_minibatches():

@@ -22,7 +22,7 @@ RECORDERS: dict[str, Callable[..., dict]] = {
                                     "ch4_new_seeds", "ch4_gd_escape_new_seeds", "ch4_activations", "ch4_linear",
                                     "ch4_gd_kick", "ch4_gd_kick_new_seeds", "ch4_gd_pair_timing",
                                     "ch4_gd_pair_timing_new_seeds")},
-    "ch4_gd_kick_population": ch4.exact_gradient,
+    **{name: ch4.exact_gradient for name in ("ch4_gd_kick_population", "ch4_gd_kick_population_new_seeds")},
     "ch5_attention": ch5.attention,
     "ch5_trap_control": ch5.trap_control,
     "ch5_pair_stair": ch5.pair_stair,
