@@ -66,7 +66,7 @@ def test_otters_own_runner_gives_our_points_on_a_solved_and_an_unsolved_notebook
         "solved": [p for _, s, c in CHAPTER_1 for p in (s, c)],
         # every stub left as it is, and one wrong answer
         "unsolved": [p for i, s, c in CHAPTER_1 for p in (WRONG[i][0] if i in WRONG else
-                                                          coursework.stub_source(s)[0], c)],
+                                                          coursework.student.stub_source(s)[0], c)],
     }
     for name, sources in notebooks.items():
         path = _notebook(tmp_path, name, sources)
