@@ -16,7 +16,7 @@ from typing import Sequence
 
 import torch
 
-from ..metrics import cka, median
+from ..metrics import cka, crossing_time, median
 from ..theory.feedforward import escape_exponent
 from .base import Claim, fit_line, reproduces  # fit_line: shared with Chapter 2, kept as ch4.fit_line
 
@@ -233,19 +233,14 @@ def saddle_escape(steps: Sequence[torch.Tensor], growth: Sequence[torch.Tensor],
 def _doubling_times(steps: torch.Tensor, excess: torch.Tensor, after: torch.Tensor, first: float,
                     top: float) -> list[float]:
     """The steps ``excess`` (Tensor[T] on ``steps``) takes to go from ``first`` to twice, four times, ... up to
-    ``top``: first crossings among the records where ``after`` (BoolTensor[T]) holds, interpolated linearly."""
-    crossings = []
-    level = first
+    ``top``: first crossings (:func:`~staircase_lib.metrics.crossing_time`, interpolated) among the records
+    where ``after`` (BoolTensor[T]) holds."""
+    crossings, level = [], first
     while level <= top:
-        above = ((excess >= level) & after).nonzero()
-        if not len(above):
+        crossed = crossing_time(steps[after], excess[after], level, below=False, interpolate=True)
+        if crossed is None:
             break
-        i = int(above[0])
-        if i == 0 or not after[i - 1]:
-            crossings.append(float(steps[i]))
-        else:
-            a, b = float(excess[i - 1]), float(excess[i])
-            crossings.append(float(steps[i - 1] + (steps[i] - steps[i - 1]) * (level - a) / (b - a)))
+        crossings.append(crossed)
         level *= 2
     return [b - a for a, b in zip(crossings, crossings[1:])]
 
