@@ -202,6 +202,10 @@ def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = 
     Column ``j`` is the ``j``-th leading eigenvector of ``kernel`` times the square root of its eigenvalue
     (negative eigenvalues count as 0; columns beyond the kernel's numerical rank are 0). ``norm`` rescales the
     result to that Frobenius norm (for example, the norm of a random embedding it is compared with).
+
+    The result is the same on every machine: an eigenvector's sign, and the basis of an eigenspace whose
+    eigenvalue repeats, are whatever the linear-algebra library returns, which differs between CPU kernels, so
+    each eigenspace's basis is rebuilt from its projector (:func:`_canonical_eigenvectors`).
     """
     kernel = check_square_matrix("kernel", kernel)
     d_embed = check_positive_int("d_embed", d_embed)
@@ -209,7 +213,8 @@ def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = 
         norm = check_finite_float("norm", norm, strictly_positive=True)
     values, vectors = torch.linalg.eigh((kernel.double() + kernel.double().T) / 2)
     tolerance = float(values.abs().max()) * kernel.shape[0] * torch.finfo(torch.float64).eps  # numerical rank
-    values, vectors = values.flip(0)[:d_embed], vectors.flip(1)[:, :d_embed]
+    values, vectors = values.flip(0), _canonical_eigenvectors(values.flip(0), vectors.flip(1))
+    values, vectors = values[:d_embed], vectors[:, :d_embed]
     values = torch.where(values > tolerance, values, torch.zeros_like(values))
     embedding = torch.zeros(kernel.shape[0], d_embed, dtype=torch.float64)
     embedding[:, : len(values)] = vectors * values.sqrt()
@@ -220,6 +225,24 @@ def spectral_embedding(kernel: torch.Tensor, d_embed: int, norm: float | None = 
                              "rescaled")
         embedding = embedding * (norm / total)
     return embedding.to(torch.get_default_dtype())
+
+
+def _canonical_eigenvectors(values: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+    """The eigenvectors Tensor[V, V] (float64, columns ordered as ``values`` Tensor[V]) in a basis that does not
+    depend on the eigensolver: for each run of equal eigenvalues (within 1e-9 of the largest), the QR basis of
+    its projector applied to a fixed Gaussian matrix, with positive diagonal of R (which also fixes the sign)."""
+    scale = float(values.abs().max()) if values.numel() else 0.0
+    probe = torch.randn(vectors.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    canonical, start = vectors.clone(), 0
+    while start < len(values):
+        stop = start + 1
+        while stop < len(values) and abs(float(values[stop] - values[start])) <= 1e-9 * scale:
+            stop += 1
+        basis = vectors[:, start:stop]
+        q, r = torch.linalg.qr(basis @ (basis.T @ probe[:, start:stop]))
+        canonical[:, start:stop] = q * torch.sign(torch.diagonal(r))
+        start = stop
+    return canonical
 
 
 def spectrum_matched(structure: torch.Tensor, spectrum: torch.Tensor) -> torch.Tensor:

@@ -358,3 +358,21 @@ def test_spectral_embedding_ignores_negative_eigenvalues():
     embedding = spectral_embedding(kernel, 3)
     torch.testing.assert_close(embedding @ embedding.T, torch.diag(torch.tensor([2.0, 0.0, 0.5])), atol=1e-6, rtol=0)
 
+
+
+def test_spectral_embedding_does_not_depend_on_the_eigensolvers_basis():
+    """Eigensolvers on different CPUs return different signs, and different bases of an eigenspace whose eigenvalue
+    repeats (the staircase kernels' eigenvalues come in threes): the embedding must not follow them."""
+    from staircase_lib.signatures import _canonical_eigenvectors
+
+    task = StaircaseTask(strengths=(0.15, 0.25, 0.55))
+    values, vectors = torch.linalg.eigh((task.kernel(0) + task.kernel(1)).double())
+    values, vectors = values.flip(0), vectors.flip(1)
+    assert float(values[0] - values[2]) == pytest.approx(0.0, abs=1e-9), "the leading eigenvalue repeats"
+    rotation, _ = torch.linalg.qr(torch.randn(3, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
+    other = vectors.clone()
+    other[:, :3] = vectors[:, :3] @ rotation  # another orthonormal basis of the same eigenspace
+    other[:, 3] = -vectors[:, 3]  # and another sign
+    torch.testing.assert_close(_canonical_eigenvectors(values, other)[:, :6],
+                               _canonical_eigenvectors(values, vectors)[:, :6], atol=1e-12, rtol=0)
+    assert not torch.allclose(other[:, :3], vectors[:, :3]), "the two bases differ before"
