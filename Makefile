@@ -2,7 +2,9 @@
 #   make book   execute every chapter and build the HTML into _build/html (strict)
 #   make check  ruff and the fast library tests (not slow, not book): the check before every commit, <= 2 minutes
 #   make test   ruff, library tests, student notebooks under nbval, strict book build, browser test
-#   make student  student notebooks (solutions replaced by stubs) in _build/student
+#   make lab      start here as a student: JupyterLab on mywork/, your own copies of the student notebooks
+#   make student  copy the student notebooks (notebooks/student) into mywork/; never over one already there
+#   make editions build the book, then regenerate the notebook editions in notebooks/ (Colab and Jupyter) from it
 #   make book-student  the book built from the student notebooks (no solutions) into _build/html-student (strict)
 #   make bench  speed and memory benchmarks -> benchmarks/RESULTS.md (fails if a target is missed)
 #   make autograder  otter-grader autograders (one zip per chapter, for Gradescope) in _build/autograder
@@ -35,7 +37,7 @@ NB_ENV := MPLBACKEND=module://matplotlib_inline.backend_inline
 # The kernels' network guard first on PYTHONPATH, from the one place that builds the offline environment.
 OFFLINE_PYTHONPATH := $(PY) -c 'from staircase_lib.offline import offline_pythonpath; print(offline_pythonpath())'
 
-.PHONY: install vendor book book-student check test test-library chromium test-student-notebooks test-book-build bench student autograder clean distclean
+.PHONY: install vendor book book-student editions lab check test test-library chromium test-student-notebooks test-book-build bench student autograder clean distclean
 
 install: $(STAMP)
 
@@ -81,7 +83,6 @@ check: $(STAMP)
 # stage ends with its 15 slowest tests: where the time of `make test` goes.
 test:
 	$(MAKE) -j2 chromium test-library
-	$(MAKE) student
 	$(MAKE) -j2 test-student-notebooks test-book-build
 	$(PY) -m pytest tests -m book -rs -n 2 --dist loadgroup --durations=15
 
@@ -113,18 +114,29 @@ test-book-build: $(STAMP) $(VENDOR)
 bench: $(STAMP)
 	$(PY) benchmarks/bench.py
 
+# The notebook editions (notebooks/NN_slug.ipynb and notebooks/student/NN_slug.ipynb) are generated from the chapters
+# and from what the built book knows (numbers, references, glued values: notebooks/book_context.json), and committed,
+# so that Colab opens them from the repository; tests/test_editions.py checks that they are current.
+editions: book
+	$(PY) -m staircase_lib.coursework editions chapters/[0-9][0-9]_*.ipynb --from-build _build --out notebooks
+
+# A student's own folder: mywork/ (git ignores it, and no target writes over or deletes a notebook there).
+STUDENT_WORK := mywork
 student: $(STAMP)
-	$(PY) -m staircase_lib.coursework student chapters/[0-9][0-9]_*.ipynb --out _build/student
+	$(PY) -m staircase_lib.coursework copy-student notebooks/student --to $(STUDENT_WORK)
+
+lab: student
+	$(VENV)/bin/jupyter lab --notebook-dir=$(STUDENT_WORK)
 
 # The book a class can publish: a copy of the book's sources with the student notebooks as chapters, built as
 # strictly as `book`. The student notebooks run top to bottom (`make test` checks that under nbval): a check
 # of a stub prints "not attempted".
 STUDENT_SRC := _build/student-src
-book-student: student $(VENDOR)
+book-student: $(STAMP) $(VENDOR)
 	rm -rf $(STUDENT_SRC) _build/html-student
 	mkdir -p $(STUDENT_SRC)/chapters
 	cp -r _config.yml _toc.yml intro.md references.bib appendix images _static _vendor $(STUDENT_SRC)/
-	cp _build/student/[0-9][0-9]_*.ipynb $(STUDENT_SRC)/chapters/
+	$(PY) -m staircase_lib.coursework student chapters/[0-9][0-9]_*.ipynb --out $(STUDENT_SRC)/chapters
 	$(NB_ENV) PYTHONPATH="$$($(OFFLINE_PYTHONPATH))" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 		$(VENV)/bin/jupyter-book build --all $(STUDENT_SRC) -W -n --keep-going
 	mv $(STUDENT_SRC)/_build/html _build/html-student

@@ -22,7 +22,7 @@ from staircase_lib.exercises import EXERCISES, ExerciseFailed
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 SETUP = "import torch\nimport staircase_lib as sl"
-STUDENT_COMMAND = "$(PY) -m staircase_lib.coursework student chapters/[0-9][0-9]_*.ipynb --out _build/student"
+STUDENT_COMMAND = "$(PY) -m staircase_lib.coursework student chapters/[0-9][0-9]_*.ipynb --out $(STUDENT_SRC)/chapters"
 
 
 def _solutions(chapter: Path) -> list[tuple[str, str, str]]:
@@ -127,9 +127,9 @@ def test_a_stub_keeps_signature_and_docstring_and_raises_with_the_exercise_id():
 
 
 @pytest.mark.slow
-def test_make_student_writes_one_notebook_per_chapter_without_solution_code(tmp_path):
-    assert STUDENT_COMMAND in (ROOT / "Makefile").read_text(), "the Makefile's student target runs this command"
-    command = STUDENT_COMMAND.replace("$(PY)", sys.executable).replace("_build/student", str(tmp_path)).split()
+def test_the_myst_student_notebooks_have_one_per_chapter_without_solution_code(tmp_path):
+    assert STUDENT_COMMAND in (ROOT / "Makefile").read_text(), "the Makefile's book-student target runs this command"
+    command = STUDENT_COMMAND.replace("$(PY)", sys.executable).replace("$(STUDENT_SRC)/chapters", str(tmp_path)).split()
     chapters = [str(c.relative_to(ROOT)) for c in CHAPTERS]
     done = subprocess.run(command[:4] + chapters + command[5:], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

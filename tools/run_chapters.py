@@ -2,13 +2,14 @@
 """Run chapter notebooks under nbval (``pytest --nbval-lax``), offline, each within a time budget.
 
 Each notebook runs once, top to bottom, in a fresh kernel; a cell that raises fails it, except cells tagged
-``raises-exception`` (the exercise checks of a student notebook, before the learner solves them). The kernels
+``raises-exception``. The kernels
 have no network: ``staircase_lib/offline/sitecustomize.py`` lets their sockets reach only this machine. A notebook
 that takes longer than ``CHAPTER_TIME_LIMIT`` seconds (default 90, kernel start included) fails the run
-(``tools/nbval_budget.py``). ``make test`` runs it on the student notebooks (solutions removed, claims kept);
-the strict book build then executes the full chapters.
+(``tools/nbval_budget.py``). ``make test`` runs it on the committed student editions (``notebooks/student``:
+solutions removed, claims kept, checks that print their verdict); the strict book build then executes the full
+chapters.
 
-Usage: tools/run_chapters.py [NOTEBOOK ...]    (default: _build/student/[0-9][0-9]_*.ipynb)
+Usage: tools/run_chapters.py [NOTEBOOK ...]    (default: notebooks/student/[0-9][0-9]_*.ipynb)
 """
 from __future__ import annotations
 
@@ -37,9 +38,9 @@ def command(notebooks: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    notebooks = argv or sorted(str(p) for p in (ROOT / "_build" / "student").glob("[0-9][0-9]_*.ipynb"))
+    notebooks = argv or sorted(str(p) for p in (ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
-        print("run_chapters: no notebooks (make the student notebooks first: make student)", file=sys.stderr)
+        print("run_chapters: no notebooks (regenerate the editions: make editions)", file=sys.stderr)
         return 1
     return subprocess.run(command(notebooks), env=offline_environment(), cwd=ROOT).returncode
 

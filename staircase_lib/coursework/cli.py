@@ -6,9 +6,11 @@ import json
 import sys
 from pathlib import Path
 
+from . import book_context
 from .classroom import POINT_SCHEMES, ClassResult, Submission, grade_class
 from .grading import GradingError, Report, grade
 from .otter import write_autograder
+from .editions import copy_student_editions, read_context, write_editions
 from .student import exercise_table, write_student_notebooks
 
 __all__ = ["main"]
@@ -35,6 +37,16 @@ def _parser(description: str) -> argparse.ArgumentParser:
     grader.add_argument("--memory-mb", type=int, default=4096, help="MiB of memory per kernel (default 4096; 0: none)")
     grader.add_argument("--network", action="store_true", help="let the notebooks use the network (default: off)")
     grader.add_argument("--jobs", type=int, help="notebooks graded at a time (default: up to 2)")
+    editions = commands.add_parser("editions", help="write the notebook editions (Colab and Jupyter) of chapters")
+    editions.add_argument("sources", nargs="+", type=Path)
+    editions.add_argument("--out", type=Path, required=True, help="folder of the editions (student edition in "
+                          "OUT/student) and of the book context they are made from")
+    editions.add_argument("--from-build", type=Path, help="read the book context from this built book (_build) "
+                          "first; without it, the context already in OUT")
+    work = commands.add_parser("copy-student", help="copy the student editions into your own folder (never over "
+                               "a notebook already there)")
+    work.add_argument("editions", type=Path)
+    work.add_argument("--to", type=Path, required=True)
     commands.add_parser("table", help="print the table of all exercises (Markdown)")
     otter = commands.add_parser("autograder", help="write otter-grader autograders, one per chapter")
     otter.add_argument("--out", type=Path, required=True)
@@ -60,6 +72,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"coursework student: {error}", file=sys.stderr)
             return 2
         return 0
+    if args.command == "editions":
+        return _editions(args)
+    if args.command == "copy-student":
+        copied, kept = copy_student_editions(args.editions, args.to)
+        for path in copied:
+            print(f"copied {path}")
+        if kept:
+            print(f"kept {len(kept)} notebook(s) already in {args.to} as they are (your work is never overwritten; "
+                  f"to start a chapter afresh, rename yours and run this again)")
+        return 0
     if args.command == "autograder":
         try:
             folders = write_autograder(args.out, args.chapters, scheme=args.points)
@@ -77,6 +99,21 @@ def main(argv: list[str] | None = None) -> int:
     limits = {"time_limit": args.time_limit or None, "memory_mb": args.memory_mb or None, "offline": not args.network}
     single = len(args.paths) == 1 and not args.paths[0].is_dir() and args.csv is None
     return _grade_one(args, limits) if single else _grade_class(args, limits)
+
+
+def _editions(args: argparse.Namespace) -> int:
+    try:
+        url, source_url = book_context.published_at("_config.yml")
+        if args.from_build:
+            context = book_context.from_build(args.from_build, url, Path("references.bib"))
+        else:
+            context = read_context(args.out)
+        written = write_editions(args.sources, args.out, context, source_url)
+    except (OSError, ValueError) as error:
+        print(f"coursework editions: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(written) - 1} notebooks and {written[0]}")
+    return 0
 
 
 def _grade_one(args: argparse.Namespace, limits: dict) -> int:

@@ -58,10 +58,12 @@ def stub_source(source: str) -> tuple[str, Exercise]:
     return "\n\n\n".join(stubs) + "\n", exercise
 
 
-def student_notebook(nb: nbformat.NotebookNode, colab_url: str | None = None) -> nbformat.NotebookNode:
+def student_notebook(nb: nbformat.NotebookNode, colab_url: str | None = None, note: bool = True
+                     ) -> nbformat.NotebookNode:
     """A copy of a chapter with every ``solution`` cell replaced by stubs; hints and check cells stay.
 
     The Colab badge of the full chapter is dropped, or pointed at ``colab_url`` (the student copy) when given.
+    ``note``: a cell after the first that says what the student version is (the notebook editions write their own).
     """
     nb = copy.deepcopy(nb)
     cells = []
@@ -82,7 +84,7 @@ def student_notebook(nb: nbformat.NotebookNode, colab_url: str | None = None) ->
                 # a check of a stub raises until the learner solves it: running the notebook goes on
                 cell.metadata["tags"] = [*tags, "raises-exception"]
         cells.append(cell)
-    nb.cells = cells[:1] + [nbformat.v4.new_markdown_cell(STUDENT_NOTE)] + cells[1:]
+    nb.cells = cells[:1] + [nbformat.v4.new_markdown_cell(STUDENT_NOTE)] + cells[1:] if note else cells
     nb.metadata.pop("widgets", None)
     return nb
 

@@ -2,7 +2,7 @@
 the result (a dict of rounded lists) that ``results.save`` writes and ``results.recorded`` reads.
 
 The scripts in ``scripts/`` are their command lines. :func:`obtain` is what a chapter calls: the shipped result,
-or, with ``STAIRCASE_FULL=1`` (by default on a CUDA GPU; see ``runtime.full_runs``), the same runs trained live
+or, with ``STAIRCASE_FULL=1`` (off by default, also on a GPU; see ``runtime.full_runs``), the same runs trained live
 with the settings the result recorded (same seeds, so the chapter's claims check them the same way).
 """
 from __future__ import annotations
