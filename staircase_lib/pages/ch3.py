@@ -13,13 +13,13 @@ from typing import Callable, Mapping, Sequence
 
 import torch
 
-from .. import metrics, plotting, recordings, signatures, tasks
+from .. import metrics, models, plotting, recordings, signatures, tasks
 from ..claims import ch3, glue, glue_bound
 from ..recordings.ch3 import drive_basis, subspace_share, twin_cosines
 from .base import Experiment, listed
 
 __all__ = ["Experiment", "gradient_descent", "drive_example", "velocity", "flat_signatures", "adam_stage",
-           "bridge", "scratch", "velocity_explorer"]
+           "bridge", "scratch", "velocity_explorer", "init_rate_of_std"]
 
 _GAMMA_NAMES = {1.0: "gamma1", 0.75: "gamma075", 0.5: "gamma05", 0.25: "gamma025"}
 
@@ -68,6 +68,24 @@ def gradient_descent() -> Experiment:
     data = SimpleNamespace(recorded=recorded, task=task, steps=steps, chance=chance, runs=recorded.runs,
                            basis=basis, twins=twins, others=others, shares=shares, risen=ends)
     return Experiment(data, claims)
+
+
+def init_rate_of_std(std: float = 0.02, widths: Sequence[int] = (64, 768)) -> dict[int, float]:
+    """Where an initialization of fixed standard deviation ``std`` sits on the course's gamma axis, at each fan-in
+    of ``widths``: the gamma with ``models.init_scale(width, gamma) == std``, that is ``-log(std) / log(width)``.
+    GPT-2's ``std=0.02`` at widths 64 (Chapter 8's tiny GPT) and 768 (GPT-2 small) by default; glued as
+    ``ch3_std_gamma_<width>`` for the welcome page's box."""
+    if isinstance(std, bool) or not isinstance(std, (int, float)) or not (math.isfinite(std) and 0 < std < 1):
+        raise ValueError(f"std must be a number between 0 and 1, got {std!r}")
+    rates = {}
+    for width in widths:
+        if isinstance(width, bool) or not isinstance(width, int) or width < 2:
+            raise ValueError(f"widths must be ints >= 2, got {width!r} in {list(widths)!r}")
+        gamma = -math.log(std) / math.log(width)
+        assert math.isclose(models.init_scale(width, gamma), std, rel_tol=1e-9)  # the convention, inverted
+        rates[width] = gamma
+        glue(f"ch3_std_gamma_{width}", gamma, "{:.2f}")
+    return rates
 
 
 def drive_example(task, batch, token: int = 5) -> Experiment:
