@@ -55,6 +55,8 @@ def gradient_descent() -> Experiment:
     glue("ch3_gd_risen", ends[0], "{:,}")
     glue("ch3_gd_cka", float(first.cka[0][risen0]), "{:.2f}")
     glue_bound("ch3_gd_k1", float(first.cka[1][: risen0 + 1].max()), "upper", 2)
+    glue("ch3_gd_k2", float(first.cka[2][risen0]), "{:.3f}")  # the claim's order-2 reading, at that record
+    glue("ch3_gd_chance", chance, "{:.3f}")
     glue("ch3_gd_twin", twins[0], "{:.2f}")
     glue("ch3_gd_other", others[0], "{:.2f}")
     glue("ch3_gd_share", shares[0], "{:.2f}")
@@ -186,7 +188,13 @@ def bridge(gd_time: torch.Tensor, measured_modes: torch.Tensor, saxe_modes: torc
     glue("ch3_bridge_end_share", end.numbers["share"], "{:.3f}")
     glue("ch3_noise_drive", max(noise), "{:.4f}")
     glue("ch3_signal_drive", float(s_nu[-1]), "{:.4f}")
-    glue("ch3_bridge_plateau", 1 - float((measured_modes[-1] / saxe_modes[-1]).mean()), "{:.0%}")
+    below = 1 - measured_modes[-1] / saxe_modes[-1]  # each mode's last record, below its closed-form curve
+    glue("ch3_bridge_below_min", 100 * float(below.min()), "{:.0f} %")
+    glue("ch3_bridge_below_max", 100 * float(below.max()), "{:.0f} %")
+    rising = (measured_modes[-1] - measured_modes[-2]) / measured_modes[-1]  # relative growth in the last step
+    worst = int(below.argmax())
+    state = "still rising" if float(rising[worst]) > 1e-4 else "no longer rising"
+    glue("ch3_bridge_worst", f"mode {worst + 1}, {state}", "{}")
     data = SimpleNamespace(mid=mid, heuristic=heuristic, noise=noise)
     return Experiment(data, {"bridge: Saxe": claim, "bridge: top modes": grown})
 
