@@ -149,3 +149,17 @@ def test_scratch_comparison_fails_against_an_untrained_or_flat_run():
     late = 0.1 + 0.8 * (1 - torch.exp(-steps / 400.0))  # a much slower run: the curves part
     claim = ch3.scratch_matches_library(late, rise)
     assert not claim, claim
+
+
+def test_the_welcome_page_gamma_of_a_fixed_std_inverts_init_scale():
+    """GPT-2's std 0.02 on the gamma axis (glued for the welcome page's box): init_scale gives the std back,
+    and the same std is a larger gamma (smaller init) at a narrower width."""
+    rates = sl.pages.ch3.init_rate_of_std(0.02, widths=(64, 768))
+    for width, gamma in rates.items():
+        assert abs(sl.models.init_scale(width, gamma) - 0.02) < 1e-12, (width, gamma)
+    assert 0.9 < rates[64] < 1.0 and 0.55 < rates[768] < 0.62, rates
+    for bad, words in ((0.0, "std"), (1.5, "std"), (True, "std")):
+        with pytest.raises(ValueError, match=words):
+            sl.pages.ch3.init_rate_of_std(bad)
+    with pytest.raises(ValueError, match="widths"):
+        sl.pages.ch3.init_rate_of_std(0.02, widths=(1,))

@@ -31,6 +31,14 @@ def _bound(name: str, value: float, side: str, decimals: int) -> None:
         glue(name, "n/a", "{}")
 
 
+def _percent_at_most(fraction: float) -> str:
+    """``fraction`` as a percentage bound rounded up to one decimal (0.0142 reads "1.5 %"), the rounding the
+    page's glued "at most" uses, so a figure title and its text print the same number."""
+    if not math.isfinite(fraction):
+        return "n/a"
+    return f"{math.ceil(round(1000 * fraction, 6)) / 10:.1f} %"
+
+
 def _levels(s: torch.Tensor) -> list[float]:
     """The loss levels 1/2 sum_{mu >= nu} s_mu^2 (modes before nu learned), then 0."""
     return [0.5 * float((s[k:] ** 2).sum()) for k in range(len(s))] + [0.0]
@@ -158,7 +166,8 @@ def plot_random(rand: Experiment):
     fig, axes = plt.subplots(2, 1, figsize=(8, 7.5), sharex=True, constrained_layout=True)
     for ax, (eps, run) in zip(axes, sorted(rand.runs.items())):
         plot_modes(ax, run, rand.predicted[eps],
-                   f"Random init, std $\\sigma_{{\\rm init}}$ = {eps:g} (max error {rand.errors[eps].max():.0%})")
+                   f"Random init, std $\\sigma_{{\\rm init}}$ = {eps:g} "
+                   f"(max error {_percent_at_most(float(rand.errors[eps].max()))})")
     axes[0].set_xlabel("")
     return fig
 
@@ -219,6 +228,9 @@ def three_factors(u0_three: Sequence[float], st_three, law: Experiment) -> Exper
     gap = float(((st_three - exact).abs() / exact).max())
     glue("ch2_slope_three", power.numbers["slope"], "{:.3f}")
     glue("ch2_slope_two", log_two.numbers["slope"], "{:.3f}")
+    # the figure's x axis is log(1/u0), so its lines rise with the opposite sign of the fitted log-log slope
+    glue("ch2_rise_three", -power.numbers["slope"], "{:.3f}")
+    glue("ch2_rise_two", -log_two.numbers["slope"], "{:.3f}")
     _bound("ch2_gap_three", 100 * gap, "upper", 1)
     first = u0_three.index(1e-6) if 1e-6 in u0_three else 0
     order = ch2.strongest_first(st_three[first] / s, s, label=f"three factors, u0 {u0_three[first]:g}: ")
@@ -243,7 +255,8 @@ def plot_depth(three: Experiment, law: Experiment):
                 label=f"{depth} factors, exact solution of the mode equation (s = 2)")
     slope = three.claims["power law, three factors"].numbers["slope"]
     ax.set(xlabel=r"$\log(1/u_0)$", ylabel=r"$s_\nu \times$ half-rise time", yscale="log",
-           title=f"Three factors: $s\\,t_{{1/2}} \\propto u_0^{{{slope:.2f}}}$")
+           title=f"Three factors: $s\\,t_{{1/2}} \\propto u_0^{{{slope:.2f}}}$, "
+                 f"a line of slope {-slope:.2f} against $\\log(1/u_0)$")
     ax.legend(fontsize=9)
     return fig
 

@@ -13,13 +13,13 @@ from typing import Callable, Mapping, Sequence
 
 import torch
 
-from .. import metrics, plotting, recordings, signatures, tasks
+from .. import metrics, models, plotting, recordings, signatures, tasks
 from ..claims import ch3, glue, glue_bound
 from ..recordings.ch3 import drive_basis, subspace_share, twin_cosines
 from .base import Experiment, listed
 
 __all__ = ["Experiment", "gradient_descent", "drive_example", "velocity", "flat_signatures", "adam_stage",
-           "bridge", "scratch", "velocity_explorer"]
+           "bridge", "scratch", "velocity_explorer", "init_rate_of_std"]
 
 _GAMMA_NAMES = {1.0: "gamma1", 0.75: "gamma075", 0.5: "gamma05", 0.25: "gamma025"}
 
@@ -55,6 +55,8 @@ def gradient_descent() -> Experiment:
     glue("ch3_gd_risen", ends[0], "{:,}")
     glue("ch3_gd_cka", float(first.cka[0][risen0]), "{:.2f}")
     glue_bound("ch3_gd_k1", float(first.cka[1][: risen0 + 1].max()), "upper", 2)
+    glue("ch3_gd_k2", float(first.cka[2][risen0]), "{:.3f}")  # the claim's order-2 reading, at that record
+    glue("ch3_gd_chance", chance, "{:.3f}")
     glue("ch3_gd_twin", twins[0], "{:.2f}")
     glue("ch3_gd_other", others[0], "{:.2f}")
     glue("ch3_gd_share", shares[0], "{:.2f}")
@@ -68,6 +70,24 @@ def gradient_descent() -> Experiment:
     data = SimpleNamespace(recorded=recorded, task=task, steps=steps, chance=chance, runs=recorded.runs,
                            basis=basis, twins=twins, others=others, shares=shares, risen=ends)
     return Experiment(data, claims)
+
+
+def init_rate_of_std(std: float = 0.02, widths: Sequence[int] = (64, 768)) -> dict[int, float]:
+    """Where an initialization of fixed standard deviation ``std`` sits on the course's gamma axis, at each fan-in
+    of ``widths``: the gamma with ``models.init_scale(width, gamma) == std``, that is ``-log(std) / log(width)``.
+    GPT-2's ``std=0.02`` at widths 64 (Chapter 8's tiny GPT) and 768 (GPT-2 small) by default; glued as
+    ``ch3_std_gamma_<width>`` for the welcome page's box."""
+    if isinstance(std, bool) or not isinstance(std, (int, float)) or not (math.isfinite(std) and 0 < std < 1):
+        raise ValueError(f"std must be a number between 0 and 1, got {std!r}")
+    rates = {}
+    for width in widths:
+        if isinstance(width, bool) or not isinstance(width, int) or width < 2:
+            raise ValueError(f"widths must be ints >= 2, got {width!r} in {list(widths)!r}")
+        gamma = -math.log(std) / math.log(width)
+        assert math.isclose(models.init_scale(width, gamma), std, rel_tol=1e-9)  # the convention, inverted
+        rates[width] = gamma
+        glue(f"ch3_std_gamma_{width}", gamma, "{:.2f}")
+    return rates
 
 
 def drive_example(task, batch, token: int = 5) -> Experiment:
@@ -168,7 +188,13 @@ def bridge(gd_time: torch.Tensor, measured_modes: torch.Tensor, saxe_modes: torc
     glue("ch3_bridge_end_share", end.numbers["share"], "{:.3f}")
     glue("ch3_noise_drive", max(noise), "{:.4f}")
     glue("ch3_signal_drive", float(s_nu[-1]), "{:.4f}")
-    glue("ch3_bridge_plateau", 1 - float((measured_modes[-1] / saxe_modes[-1]).mean()), "{:.0%}")
+    below = 1 - measured_modes[-1] / saxe_modes[-1]  # each mode's last record, below its closed-form curve
+    glue("ch3_bridge_below_min", 100 * float(below.min()), "{:.0f} %")
+    glue("ch3_bridge_below_max", 100 * float(below.max()), "{:.0f} %")
+    rising = (measured_modes[-1] - measured_modes[-2]) / measured_modes[-1]  # relative growth in the last step
+    worst = int(below.argmax())
+    state = "still rising" if float(rising[worst]) > 1e-4 else "no longer rising"
+    glue("ch3_bridge_worst", f"mode {worst + 1}, {state}", "{}")
     data = SimpleNamespace(mid=mid, heuristic=heuristic, noise=noise)
     return Experiment(data, {"bridge: Saxe": claim, "bridge: top modes": grown})
 
