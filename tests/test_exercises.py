@@ -289,3 +289,15 @@ def test_chapter8_checks_accept_right_and_explain_wrong_answers():
     assert ex.check_tied_drive(tied_drive) is True
     with pytest.raises(ex.ExerciseFailed, match="add the transpose"):
         ex.check_tied_drive(lambda b, q: q[:, None] * (b - q[None, :]))
+
+
+def test_a_failed_check_can_print_its_verdict_instead_of_stopping_run_all(capsys):
+    """The student edition calls the checks with raise_on_failure=False: Colab's Run all goes on past a wrong
+    answer, and the verdict is printed (the grader runs the checks itself)."""
+    assert exercises.check_plateau_loss(lambda strength, attribute_size: 0.0, raise_on_failure=False) is False
+    printed = capsys.readouterr().out
+    assert printed.startswith("ex-4.3 (The loss of the first plateau): NOT PASSED. strength=0.15")
+    with pytest.raises(ExerciseFailed):
+        exercises.check_plateau_loss(lambda strength, attribute_size: 0.0)
+    with pytest.raises(TypeError, match="raise_on_failure must be a bool, got str"):
+        exercises.check_plateau_loss(lambda strength, attribute_size: 0.0, raise_on_failure="no")

@@ -6,10 +6,12 @@ import math
 
 import pytest
 
+import torch
+
 import staircase_lib as sl
 
 from staircase_lib import exercises
-from staircase_lib.exercises import EXERCISES
+from staircase_lib.exercises import EXERCISES, ExerciseFailed
 
 
 def order0_entropy(strength, attribute_size):
@@ -42,3 +44,18 @@ def test_stair0_ratio_check_accepts_the_growth_law_and_explains_two_wrong_ones(c
         exercises.check_stair0_ratio(lambda f, a, b: 1 / _growth_law_ratio(f, a, b))
     with pytest.raises(exercises.ExerciseFailed, match="equal-scale law"):
         exercises.check_stair0_ratio(lambda f, a, b: f[0] ** (b - a))  # every factor at the embeddings' scale
+
+
+def test_a_stair_detector_that_returns_an_index_is_told_so():
+    def index_instead_of_step(steps, curve):
+        rise = curve - curve.min()
+        return int(torch.nonzero(rise >= rise.max() / 2)[0]) if rise.max() >= 0.1 else None
+
+    with pytest.raises(ExerciseFailed, match=r"index of that step in `steps`, not the step: return steps\[i\]"):
+        exercises.check_half_rise_time(index_instead_of_step)
+
+
+def test_a_wrong_plateau_loss_is_told_the_expected_value_not_the_formula():
+    with pytest.raises(ExerciseFailed, match=r"expected 1\.\d{5} nats, got 0\.00000") as failure:
+        exercises.check_plateau_loss(lambda strength, attribute_size: 0.0)
+    assert "lambda_0" not in str(failure.value) and "delta" not in str(failure.value)

@@ -18,6 +18,9 @@ def check_half_rise_time(half_rise_time: Callable) -> None:
     for centre, width, low, high in ((2000, 200.0, 0.1, 0.9), (6500, 500.0, 0.3, 0.7), (300, 50.0, 0.0, 0.5)):
         curve = low + (high - low) * torch.sigmoid((steps.double() - centre) / width)
         got = half_rise_time(steps, curve)
+        if got is not None and 0 <= int(got) < len(steps) and abs(int(steps[int(got)]) - centre) <= 50:
+            _fail("ex-4.1", f"a sigmoid centred at step {centre} gave {got}, which is the index of that step in "
+                            f"`steps`, not the step: return steps[i] (here {int(steps[int(got)])})")
         if got is None or abs(int(got) - centre) > 50:
             _fail("ex-4.1", f"a sigmoid from {low} to {high} centred at step {centre} should give about {centre}, "
                             f"got {got}"
@@ -65,11 +68,12 @@ def check_plateau_loss(plateau_loss: Callable) -> None:
         if not isinstance(got, (int, float)) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
             _fail("ex-4.3", f"return one number (the loss in nats), got {type(got).__name__}")
         if abs(float(got) - expected) > 1e-6:
-            hint = ("with strength 0 the order-0 model predicts the uniform distribution: log(a) nats"
+            hint = ("with strength 0 the label does not depend on the token at all"
                     if strength == 0 else
-                    "the model predicts P(y | x_0) = lambda_0 delta_{g_0(x_0)} + (1 - lambda_0) / C; "
-                    "its cross-entropy with the true labels is the entropy of that distribution (natural log)")
-            _fail("ex-4.3", f"strength={strength}, attribute_size={size}: got {float(got):.5f}. Hint: {hint}")
+                    "which distribution of the label does knowing g_0(x_0) leave, and what is the cross-entropy of "
+                    "the best prediction against it? (natural log)")
+            _fail("ex-4.3", f"strength={strength}, attribute_size={size}: expected {expected:.5f} nats, got "
+                            f"{float(got):.5f}. Hint: {hint}")
 
 
 def _ref_stair0_ratio(fan_ins, gamma_from, gamma_to):
