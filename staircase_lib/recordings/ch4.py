@@ -95,7 +95,7 @@ def exact_gradient(*, gammas: Sequence[float] = (0.75,), seeds: Sequence[int] = 
     tokens, targets = theory.population(task)
     dev = runtime.resolve_device(device)
     tokens, targets = tokens.to(dev), targets.to(dev)
-    marks = sorted(set(range(0, steps + 1, record_every)) | {steps})
+    marks = training.config.linear_record_steps(steps, record_every)
     start = time.time()
     out_runs = []
     for gamma in gammas:

@@ -9,7 +9,7 @@ import torch
 from .._checks import check_choice, check_finite_float, check_positive_int, check_nonnegative_int
 from ..runtime import resolve_device
 
-__all__ = ["TrainConfig", "History", "record_steps", "lr_factor"]
+__all__ = ["TrainConfig", "History", "record_steps", "linear_record_steps", "lr_factor"]
 
 OPTIMIZERS = ("adam", "sgd", "adamw")
 SCHEDULES = ("constant", "cosine")
@@ -112,6 +112,18 @@ def lr_factor(config: TrainConfig, step: int) -> float:
     return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def linear_record_steps(steps: int, every: int) -> list[int]:
+    """The linear record schedule: 0, ``every``, 2 ``every``, ... and ``steps`` itself (the last step is always
+    recorded). The one home of this grid: :func:`record_steps`, the linear model's runs and the exact-gradient
+    recorder read it here."""
+    check_nonnegative_int("steps", steps)
+    check_positive_int("every", every)
+    marks = list(range(0, steps + 1, every))
+    if marks[-1] != steps:
+        marks.append(steps)
+    return marks
+
+
 def record_steps(config: TrainConfig) -> torch.Tensor:
     """The steps a run records at: LongTensor[T], sorted, from 0 to ``config.steps`` inclusive.
 
@@ -119,10 +131,9 @@ def record_steps(config: TrainConfig) -> torch.Tensor:
     ``round(10 ** (j / records_per_decade))``, j = 0, 1, ..., up to ``steps``.
     """
     if config.record == "linear":
-        marks = list(range(0, config.steps + 1, config.record_every))
-    else:
-        top = math.log10(config.steps) * config.records_per_decade
-        marks = sorted({0} | {round(10 ** (j / config.records_per_decade)) for j in range(math.floor(top) + 1)})
+        return torch.tensor(linear_record_steps(config.steps, config.record_every), dtype=torch.long)
+    top = math.log10(config.steps) * config.records_per_decade
+    marks = sorted({0} | {round(10 ** (j / config.records_per_decade)) for j in range(math.floor(top) + 1)})
     if marks[-1] != config.steps:
         marks.append(config.steps)
     return torch.tensor(marks, dtype=torch.long)
