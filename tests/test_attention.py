@@ -17,7 +17,7 @@ TOKENS = torch.randint(64, (50, 3), generator=torch.Generator().manual_seed(0))
 @pytest.mark.parametrize("layers,heads,mlp,readout,causal,norm", [
     (1, 1, True, "last", False, False), (2, 2, False, "mean", True, False), (2, 4, True, "last", True, True)])
 def test_shapes_and_attention_rows(layers, heads, mlp, readout, causal, norm):
-    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, readout_mode=readout,
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, n_layers=layers, n_heads=heads, d_hidden=None if mlp else 0, readout_mode=readout,
                            causal=causal, layer_norm=norm, gamma=0.5)
     logits, maps = model(TOKENS, return_attention=True)
     assert logits.shape == (50, 4) and maps.shape == (50, layers, heads, 3, 3)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,7 +34,10 @@ def _flat(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """The sizes and switches of a :class:`Transformer` (its constructor's arguments, checked), nanoGPT style."""
+    """The sizes and switches of a :class:`Transformer` (its constructor's arguments, checked), nanoGPT style.
+    ``d_hidden`` is the blocks' MLP width and the one switch for the MLP: 0 builds attention-only blocks, as
+    ``Transformer(d_hidden=0)`` does (``d_hidden=None``, the old spelling, still means 0, with a
+    ``DeprecationWarning``)."""
 
     vocab_size: int
     seq_len: int
@@ -41,12 +45,18 @@ class TransformerConfig:
     d_embed: int = 32
     n_layers: int = 1
     n_heads: int = 1
-    d_hidden: int | None = 128  # the MLP width; None: attention-only blocks
+    d_hidden: int = 128  # the MLP width; 0: attention-only blocks
     activation: str = "gelu"
     readout_mode: str = "last"
     causal: bool = False
     layer_norm: bool = False
     tied: bool = False
+
+    def __post_init__(self) -> None:
+        if self.d_hidden is None:
+            warnings.warn("TransformerConfig(d_hidden=None) is deprecated: attention-only blocks are d_hidden=0 "
+                          "(the old spelling goes in the next release)", DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "d_hidden", 0)
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
@@ -114,13 +124,32 @@ class Block(nn.Module):
         return h, attention
 
 
+def _mlp_width(mlp: bool | None, d_hidden: int | None, d_embed: int) -> int:
+    """The blocks' MLP width from the constructor's ``d_hidden`` (None: ``4 d_embed``; 0: no MLP) and the
+    deprecated ``mlp`` switch (``mlp=False`` is ``d_hidden=0``)."""
+    if mlp is not None:
+        if not isinstance(mlp, bool):
+            raise TypeError(f"mlp must be True or False, got {mlp!r}")
+        warnings.warn(f"mlp= is deprecated: d_hidden is the one switch (d_hidden=0: attention-only blocks; "
+                      f"d_hidden=None: width 4 d_embed), got mlp={mlp!r}", DeprecationWarning, stacklevel=4)
+        if not mlp:
+            if d_hidden not in (None, 0):
+                raise ValueError(f"mlp=False builds no MLP, so d_hidden must be 0 or None, got {d_hidden!r}")
+            return 0
+    if d_hidden is None:
+        return 4 * d_embed
+    return check_positive_int("d_hidden", d_hidden, minimum=0)
+
+
 class Transformer(TokenModel):
     """Transformer over ``h_i = e_{x_i} + p_i`` (``positions`` Tensor[L, d]) with ``n_layers`` blocks.
 
     ``readout_mode``: ``"last"`` (logits ``W_U u_{L-1} + b`` of the last position: Tensor[N, C]), ``"mean"``
     (from the mean over positions: Tensor[N, C]) or ``"all"`` (every position: Tensor[N, L, C]); the layer
     ``readout`` (``W_U``, ``b``) reads the logits out (``readout=`` as an argument: the old name of ``readout_mode``).
-    ``tied=True`` uses the embedding matrix as the unembedding (needs ``n_labels == vocab_size``).
+    ``tied=True`` uses the embedding matrix as the unembedding (needs ``n_labels == vocab_size``). ``d_hidden``
+    is the blocks' MLP width (None: ``4 d_embed``; 0: attention-only blocks), the same switch as its
+    :class:`TransformerConfig`'s (``mlp=False``: the old switch, deprecated).
     ``forward(tokens, return_attention=False)``; with ``return_attention=True`` also the attention maps
     Tensor[N, n_layers, n_heads, L, L] (rows: queries).
 
@@ -142,7 +171,7 @@ class Transformer(TokenModel):
         is a ``ValueError``."""
         if not isinstance(config, TransformerConfig):
             raise TypeError(f"config must be a TransformerConfig for {cls.__name__}, got {type(config).__name__}")
-        fields = {**vars(config), "mlp": config.d_hidden is not None}
+        fields = vars(config)
         accepted = inspect.signature(cls.__init__).parameters
         model = cls(**{k: v for k, v in fields.items() if k in accepted}, gamma=gamma, seed=seed)
         if model.config != config:
@@ -150,7 +179,7 @@ class Transformer(TokenModel):
         return model
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
-                 n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
+                 n_heads: int = 1, mlp: bool | None = None, d_hidden: int | None = None, activation: str = "gelu",
                  readout_mode: str = "last", causal: bool = False, layer_norm: bool = False, tied: bool = False,
                  gamma: float = 1.0, seed: int = 0, init_std: float | None = None, *, readout: str | None = None):
         readout_mode = renamed_argument("readout", readout, "readout_mode", readout_mode, "last")
@@ -165,18 +194,17 @@ class Transformer(TokenModel):
         check_positive_int("n_heads", n_heads)
         if d_embed % n_heads:
             raise ValueError(f"d_embed={d_embed} must be divisible by n_heads={n_heads}")
-        for name, flag in (("mlp", mlp), ("causal", causal), ("layer_norm", layer_norm), ("tied", tied)):
+        for name, flag in (("causal", causal), ("layer_norm", layer_norm), ("tied", tied)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
-        if d_hidden is not None:
-            check_positive_int("d_hidden", d_hidden)
+        d_hidden = _mlp_width(mlp, d_hidden, d_embed)
         if tied and n_labels != vocab_size:
             raise ValueError(f"tied=True needs n_labels == vocab_size, got {n_labels} and {vocab_size}")
         self.activation = activation_name(activation)
         self.readout_mode = check_choice("readout_mode", readout_mode, list(READOUTS))
         self.n_layers, self.n_heads, self.causal = n_layers, n_heads, causal
         self.layer_norm, self.tied = layer_norm, tied
-        self.d_hidden = (d_hidden or 4 * d_embed) if mlp else None
+        self.d_hidden = d_hidden
         self.config = TransformerConfig(vocab_size, seq_len, n_labels, d_embed, n_layers, n_heads, self.d_hidden,
                                         self.activation, readout_mode, causal, layer_norm, tied)
         self.positions = nn.Parameter(self._normal(seq_len, d_embed, fan_in=d_embed))
@@ -253,7 +281,7 @@ class AttentionModel(Transformer):
     """
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
-                 n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
+                 n_heads: int = 1, mlp: bool | None = None, d_hidden: int | None = None, activation: str = "gelu",
                  readout_mode: str = "last", causal: bool = False, layer_norm: bool = False, gamma: float = 1.0,
                  seed: int = 0, *, readout: str | None = None):
         readout_mode = renamed_argument("readout", readout, "readout_mode", readout_mode, "last")
@@ -270,8 +298,9 @@ class TinyGPT(Transformer):
     ``TinyGPT(..., layer_norm=True, tied=True, init_std=0.02)`` (pre-LayerNorm blocks and a final LayerNorm)."""
 
     def __init__(self, vocab_size: int, seq_len: int, d_embed: int = 32, n_layers: int = 1, n_heads: int = 1,
-                 mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu", layer_norm: bool = False,
-                 tied: bool = False, gamma: float = 1.0, seed: int = 0, init_std: float | None = None):
+                 mlp: bool | None = None, d_hidden: int | None = None, activation: str = "gelu",
+                 layer_norm: bool = False, tied: bool = False, gamma: float = 1.0, seed: int = 0,
+                 init_std: float | None = None):
         super().__init__(vocab_size, seq_len, vocab_size, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads,
                          mlp=mlp, d_hidden=d_hidden, activation=activation, readout_mode="all", causal=True,
                          layer_norm=layer_norm, tied=tied, gamma=gamma, seed=seed, init_std=init_std)
