@@ -167,3 +167,14 @@ def test_reversed_task_reads_the_sequence_backwards():
     counted = sl.signatures.label_signature(batch.tokens, batch.labels, 2, 64, 4)
     assert (counted - backward.label_signature(2)).abs().mean() < 0.03
     assert "reverse=True" in repr(backward)
+
+
+def test_block_scores_are_what_its_softmax_reads_with_several_heads():
+    """Block.scores is the computation the block's attention applies softmax to: with 2 heads the maps equal
+    softmax(scores) (scaled by sqrt(d_head)), while a recomputation scaled by sqrt(d_embed) does not (the control)."""
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, n_heads=2, gamma=0.5, layer_norm=True)
+    with torch.no_grad():
+        scores = model.blocks[0].scores(model.residual_stream(TOKENS))
+        maps = model.attention_maps(TOKENS)[:, 0]
+        torch.testing.assert_close(torch.softmax(scores, -1), maps)
+        assert not torch.allclose(torch.softmax(scores * (8 / 16) ** 0.5, -1), maps, atol=1e-4)

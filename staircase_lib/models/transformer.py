@@ -59,6 +59,14 @@ class TransformerConfig:
             object.__setattr__(self, "d_hidden", 0)
 
 
+def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The scores ``q . k / sqrt(d_head)`` of queries ``q`` Tensor[N, H, Lq, dh] on keys ``k`` Tensor[N, H, L, dh]:
+    Tensor[N, H, Lq, L], before any causal mask (what :func:`attend`'s softmax acts on)."""
+    if k.shape[-2] <= _BROADCAST_MAX_LEN:  # many tiny matmuls are slow on a CPU
+        return (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])
+    return q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+
+
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
            need_attention: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Scaled dot-product attention of queries ``q`` Tensor[N, H, Lq, dh] (the last ``Lq`` positions) on keys and
@@ -70,10 +78,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     if not need_attention and n_queries == length:
         return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal), None
     small = length <= _BROADCAST_MAX_LEN
-    if small:
-        scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])  # [N, H, Lq, L]
-    else:
-        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    scores = attention_scores(q, k)  # [N, H, Lq, L]
     if causal:
         future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
         scores = scores.masked_fill(future[length - n_queries:], float("-inf"))
@@ -87,7 +92,7 @@ class Block(nn.Module):
     ``h + mlp_out(act(mlp_in(norm_mlp(h))))``.
 
     Weights ``query``/``key``/``value``/``output`` (d x d, no bias), the MLP ``mlp_in`` (m x d) and ``mlp_out``
-    (d x m) unless ``config.d_hidden`` is None, and LayerNorms ``norm_attn``/``norm_mlp`` (``nn.Identity``
+    (d x m) unless ``config.d_hidden`` is 0, and LayerNorms ``norm_attn``/``norm_mlp`` (``nn.Identity``
     without ``config.layer_norm``). ``linear(n_in, n_out, bias)`` makes each layer with the course's init.
     """
 
@@ -99,6 +104,17 @@ class Block(nn.Module):
         self.mlp_in, self.mlp_out = (linear(d, m), linear(m, d)) if m else (None, None)
         self.norm_attn = nn.LayerNorm(d) if config.layer_norm else nn.Identity()
         self.norm_mlp = nn.LayerNorm(d) if config.layer_norm and m else nn.Identity()
+
+    def _heads(self, y: torch.Tensor) -> torch.Tensor:
+        """[N, L, d] -> [N, H, L, d/H]: one slice of the model width per head."""
+        return y.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
+
+    def scores(self, h: torch.Tensor) -> torch.Tensor:
+        """The attention scores this block's softmax acts on, for residual stream ``h`` Tensor[N, L, d]:
+        Tensor[N, H, L, L] (queries by keys, scaled by ``sqrt(d_head)``, before the causal mask): the same
+        computation as :meth:`forward`'s, for a probe that reads scores rather than maps."""
+        x = self.norm_attn(h)
+        return attention_scores(self._heads(_flat(self.query, x)), self._heads(_flat(self.key, x)))
 
     def forward(self, h: torch.Tensor, last_only: bool = False,
                 need_attention: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -112,10 +128,8 @@ class Block(nn.Module):
         else:
             queries = x
 
-        def heads(y: torch.Tensor) -> torch.Tensor:  # [N, L, d] -> [N, H, L, d/H]
-            return y.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
-
-        q, k, v = heads(_flat(self.query, queries)), heads(_flat(self.key, x)), heads(_flat(self.value, x))
+        q, k, v = self._heads(_flat(self.query, queries)), self._heads(_flat(self.key, x)), \
+            self._heads(_flat(self.value, x))
         mixed, attention = attend(q, k, v, self.causal, need_attention)
         h = h + _flat(self.output, mixed.transpose(-3, -2).flatten(-2))  # [N, Lq, d]
         if self.mlp_in is not None:
@@ -235,7 +249,7 @@ class Transformer(TokenModel):
         return self.embedding if self.tied else self.readout.weight
 
     def _run(self, tokens: torch.Tensor, need_attention: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        h = nn.functional.embedding(tokens, self.embedding) + self.positions[: tokens.shape[-1]]
+        h = self.residual_stream(tokens)
         maps = []
         for index, block in enumerate(self.blocks):
             last_only = self.readout_mode == "last" and not need_attention and index == self.n_layers - 1
@@ -267,6 +281,10 @@ class Transformer(TokenModel):
         self._check_input(tokens)
         with torch.no_grad():
             return self._run(tokens, need_attention=True)[1]
+
+    def residual_stream(self, tokens: torch.Tensor) -> torch.Tensor:
+        """What the first block reads: ``h_i = e_{x_i} + p_i``, Tensor[N, L, d] (no input checks)."""
+        return nn.functional.embedding(tokens, self.embedding) + self.positions[: tokens.shape[-1]]
 
     def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
         """What the training loop is given to record at each snapshot (no input checks): every sample's
