@@ -3,7 +3,7 @@
 Model and task of (1)-(3): the Chapter 4 Emb-MLP (V=64, L=3, C=4, d=32, m=256, gelu), Adam lr 1e-2,
 batch 512, the staircase task with strengths (0.15, 0.25, 0.55), on the CPU.
 
-1. loop: ms/step of ``sl.training.train`` (``engine="auto"``: the Emb-MLP kernel), of ``train`` with
+1. loop: ms/step of ``sl.training.train`` (``engine="prefer_kernel"``: the Emb-MLP kernel), of ``train`` with
    ``TrainConfig(engine="autograd")``, of the plain loop a competent engineer writes (tensors in memory, an
    ``nn.Module`` with concat + ``nn.Linear``, ``torch.optim.Adam(fused=True)``, no DataLoader; batches sliced
    from a pre-sampled tensor, or drawn with ``task.sample`` every step) and of the previous bench's

@@ -35,7 +35,7 @@ def mlp(gamma=1.0, seed=0, activation="gelu"):
 
 def config(steps, lr=2e-2, optimizer="adam"):
     return sl.training.TrainConfig(steps=steps, lr=lr, optimizer=optimizer, batch_size=256, record="log",
-                                   eval_size=1024, device="cpu", progress=False, engine="auto")
+                                   eval_size=1024, device="cpu", progress=False, engine="prefer_kernel")
 
 
 def pair_time(run, kernels, interpolate=False):

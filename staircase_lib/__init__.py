@@ -2,7 +2,7 @@
 
 Layers, each importing only from its own or a lower one (``tests/test_layers.py`` checks it, and that this list
 is its list):
-``_checks``/``_version``/``runtime``/``cache``/``projects``/``offline``
+``_checks``/``_deprecated``/``_version``/``runtime``/``cache``/``projects``/``offline``
 -> ``tasks``/``metrics``/``results``/``predictions`` -> ``signatures``/``corpus``/``text_corpus`` -> ``models``
 -> ``training``/``theory`` -> ``plotting``/``widgets``
 -> ``exercises``/``coursework``/``session``/``claims``/``recordings`` -> ``pages``.

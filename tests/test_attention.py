@@ -17,7 +17,7 @@ TOKENS = torch.randint(64, (50, 3), generator=torch.Generator().manual_seed(0))
 @pytest.mark.parametrize("layers,heads,mlp,readout,causal,norm", [
     (1, 1, True, "last", False, False), (2, 2, False, "mean", True, False), (2, 4, True, "last", True, True)])
 def test_shapes_and_attention_rows(layers, heads, mlp, readout, causal, norm):
-    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, readout_mode=readout,
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, n_layers=layers, n_heads=heads, d_hidden=None if mlp else 0, readout_mode=readout,
                            causal=causal, layer_norm=norm, gamma=0.5)
     logits, maps = model(TOKENS, return_attention=True)
     assert logits.shape == (50, 4) and maps.shape == (50, layers, heads, 3, 3)
@@ -167,3 +167,14 @@ def test_reversed_task_reads_the_sequence_backwards():
     counted = sl.signatures.label_signature(batch.tokens, batch.labels, 2, 64, 4)
     assert (counted - backward.label_signature(2)).abs().mean() < 0.03
     assert "reverse=True" in repr(backward)
+
+
+def test_block_scores_are_what_its_softmax_reads_with_several_heads():
+    """Block.scores is the computation the block's attention applies softmax to: with 2 heads the maps equal
+    softmax(scores) (scaled by sqrt(d_head)), while a recomputation scaled by sqrt(d_embed) does not (the control)."""
+    model = AttentionModel(vocab_size=64, seq_len=3, n_labels=4, d_embed=16, n_heads=2, gamma=0.5, layer_norm=True)
+    with torch.no_grad():
+        scores = model.blocks[0].scores(model.residual_stream(TOKENS))
+        maps = model.attention_maps(TOKENS)[:, 0]
+        torch.testing.assert_close(torch.softmax(scores, -1), maps)
+        assert not torch.allclose(torch.softmax(scores * (8 / 16) ** 0.5, -1), maps, atol=1e-4)

@@ -88,3 +88,22 @@ def test_glue_bound_rejects_bad_input(kwargs):
     args = dict(name="b", value=0.5) | kwargs
     with pytest.raises(ValueError, match=next(iter(set(kwargs) - {"side"}), "side")):
         glue_bound(**args)
+
+
+def test_fit_line_has_one_home_and_its_old_paths_warn():
+    """metrics.fit_line is the line fit; claims.base.fit_line and claims.ch4.fit_line still serve it, with a
+    DeprecationWarning naming the new home (the control: the home itself does not warn)."""
+    import importlib
+    import warnings
+
+    from staircase_lib import metrics
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert metrics.fit_line([0, 1], [1.0, 3.0])[0] == pytest.approx(2.0)
+    for old in ("staircase_lib.claims.base", "staircase_lib.claims.ch4"):
+        module = importlib.import_module(old)
+        with pytest.warns(DeprecationWarning, match="staircase_lib.metrics.fit_line"):
+            assert module.fit_line is metrics.fit_line
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        importlib.import_module("staircase_lib.claims.base").no_such_name

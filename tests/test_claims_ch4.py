@@ -54,13 +54,13 @@ def test_level_loss_std_matches_a_sampled_order0_model():
 
 
 def test_fit_line_recovers_a_slope_and_dwell_counts_decades():
-    slope, se, intercept = ch4.fit_line([0, 1, 2, 3], [1.0, 3.0, 5.0, 7.0])
+    slope, se, intercept = sl.metrics.fit_line([0, 1, 2, 3], [1.0, 3.0, 5.0, 7.0])
     assert slope == pytest.approx(2.0) and se == pytest.approx(0.0, abs=1e-9) and intercept == pytest.approx(1.0)
-    slope, se, intercept = ch4.fit_line([1, 3], [2.0, 6.0])  # two points: the line through them, no error
+    slope, se, intercept = sl.metrics.fit_line([1, 3], [2.0, 6.0])  # two points: the line through them, no error
     assert slope == pytest.approx(2.0) and math.isnan(se) and intercept == pytest.approx(0.0)
-    assert all(math.isnan(v) for v in ch4.fit_line([1.0], [2.0]) + ch4.fit_line([1, 1, 1], [1.0, 2.0, 3.0]))
+    assert all(math.isnan(v) for v in sl.metrics.fit_line([1.0], [2.0]) + sl.metrics.fit_line([1, 1, 1], [1.0, 2.0, 3.0]))
     with pytest.raises(ValueError, match="equal length"):
-        ch4.fit_line([1, 2, 3], [1.0, 2.0])
+        sl.metrics.fit_line([1, 2, 3], [1.0, 2.0])
     steps = torch.tensor([1, 10, 100, 1000])
     assert ch4.dwell_decades(steps, torch.tensor([LEVELS[0], LEVELS[1], LEVELS[1], LEVELS[2]]), LEVELS, 1) == \
         pytest.approx(1.0)
@@ -247,7 +247,7 @@ def test_adam_slope_beyond_eps_1_is_not_a_trend():
     sweep = sl.results.load("ch4_init_sweep")
     runs = [r for r in sweep["runs"] if r["gamma"] >= 0.75]
     x = [(r["gamma"] - 0.5) * math.log(32) for r in runs]
-    slope, se, _ = ch4.fit_line(x, [r["stair_times"][1] for r in runs])
+    slope, se, _ = sl.metrics.fit_line(x, [r["stair_times"][1] for r in runs])
     assert abs(slope) < 2 * se
 
 

@@ -20,7 +20,7 @@ SMALL = dict(vocab_size=64, seq_len=3, n_labels=4, d_embed=8, d_hidden=32)
 
 def small_config(**kw) -> TrainConfig:
     base = dict(steps=60, lr=1e-2, batch_size=64, record_every=20, eval_size=256, device="cpu", progress=False, seed=3,
-                engine="auto")  # the Emb-MLP kernel where the test does not ask for autograd
+                engine="prefer_kernel")  # the Emb-MLP kernel where the test does not ask for autograd
     return TrainConfig(**{**base, **kw})
 
 
@@ -85,7 +85,7 @@ def test_kernel_gradients_equal_autograd(activation, pool):
     with autograd's gradient of the member's own mean loss."""
     models = [EmbMLP(**SMALL, activation=activation, pool=pool, gamma=g, seed=s) for g, s in ((0.5, 0), (1.0, 1))]
     before = [[p.detach().clone() for p in m.parameters()] for m in models]
-    kernel = EmbMLPKernel(models, "sgd", lr=1.0)
+    kernel = EmbMLPKernel(models, config=TrainConfig(steps=1, optimizer="sgd", lr=1.0))
     gen = torch.Generator().manual_seed(0)
     batches = [TASK.sample(64, gen) for _ in models]
     prepared = kernel.prepare(torch.stack([b.tokens for b in batches])[None], torch.stack([b.labels for b in batches])[None])
@@ -123,7 +123,7 @@ def test_stream_hands_out_the_engines_prepared_chunk_step_by_step():
     """With an engine's ``prepare``, step s of the stream is slice s of the chunk's prepared tensors, and the
     kernel's prepared rows are each sequence's rows of P, the same as preparing that one step alone."""
     models = [EmbMLP(**SMALL, seed=s) for s in range(2)]
-    kernel = EmbMLPKernel(models, "adam", lr=1e-2)
+    kernel = EmbMLPKernel(models, config=TrainConfig(steps=1, optimizer="adam", lr=1e-2))
     n = 4096
     plain = BatchStream([TASK, TASK], [3, 4], n, torch.device("cpu"))
     prepared = BatchStream([TASK, TASK], [3, 4], n, torch.device("cpu"), prepare=kernel.prepare)

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "staircase_lib"
 
 # Lowest first. A part of the library is a top-level module or subpackage of staircase_lib.
 LAYERS = [
-    {"_checks", "_version", "runtime", "cache", "projects", "offline"},
+    {"_checks", "_deprecated", "_version", "runtime", "cache", "projects", "offline"},
     {"tasks", "metrics", "results", "predictions"},
     {"signatures", "corpus", "text_corpus"},
     {"models"},

@@ -189,7 +189,7 @@ def test_feed_forward_models_carry_a_frozen_config_and_rebuild_from_it():
 
 @pytest.mark.parametrize("build", [
     lambda: sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, n_heads=2, gamma=0.75, seed=3),
-    lambda: sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, mlp=False, readout_mode="mean"),
+    lambda: sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, d_hidden=0, readout_mode="mean"),
     lambda: sl.models.TinyGPT(vocab_size=20, seq_len=8, tied=True, layer_norm=True, seed=1),
     lambda: sl.models.EmbMLP(vocab_size=16, seq_len=3, n_labels=4, d_embed=8, seed=2)])
 def test_every_model_family_rebuilds_from_its_config(build):
@@ -224,3 +224,25 @@ def test_old_names_still_build_the_same_model_with_a_deprecation_warning():
     assert attention.readout_mode == "mean" and attention.config.readout_mode == "mean"
     with pytest.raises(TypeError, match="readout_mode only"):
         sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, readout="mean", readout_mode="mean")
+
+
+def test_d_hidden_is_the_one_mlp_switch_of_model_and_config():
+    """d_hidden=0 builds attention-only blocks in the model and its config alike; the old switches (mlp=False,
+    TransformerConfig(d_hidden=None)) build the same with a DeprecationWarning; the default width is 4 d_embed."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the control: the new spelling does not warn
+        bare = sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, d_embed=8, d_hidden=0)
+        assert bare.blocks[0].mlp_in is None and bare.config.d_hidden == 0
+        assert sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, d_embed=8).config.d_hidden == 32
+    with pytest.warns(DeprecationWarning, match="d_hidden is the one switch"):
+        old = sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, d_embed=8, mlp=False)
+    assert old.config == bare.config
+    with pytest.warns(DeprecationWarning, match="d_hidden=0"):
+        config = sl.models.TransformerConfig(vocab_size=16, seq_len=3, n_labels=4, d_embed=8, d_hidden=None)
+    assert config == bare.config and sl.models.AttentionModel.from_config(config).blocks[0].mlp_in is None
+    with pytest.raises(ValueError, match="d_hidden must be 0 or None"), pytest.warns(DeprecationWarning):
+        sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, mlp=False, d_hidden=16)
+    with pytest.raises(ValueError, match="d_hidden must be an int >= 0"):
+        sl.models.AttentionModel(vocab_size=16, seq_len=3, n_labels=4, d_hidden=-1)

@@ -14,7 +14,7 @@ TOKENS = torch.randint(42, (20, 8), generator=torch.Generator().manual_seed(0))
 @pytest.mark.parametrize("layers,heads,mlp,norm,tied", [
     (1, 1, True, False, False), (2, 2, False, False, True), (2, 4, True, True, False)])
 def test_shapes_and_attention_rows(layers, heads, mlp, norm, tied):
-    model = TinyGPT(vocab_size=42, seq_len=8, d_embed=16, n_layers=layers, n_heads=heads, mlp=mlp, layer_norm=norm, tied=tied,
+    model = TinyGPT(vocab_size=42, seq_len=8, d_embed=16, n_layers=layers, n_heads=heads, d_hidden=None if mlp else 0, layer_norm=norm, tied=tied,
                     gamma=0.5)
     logits, maps = model(TOKENS, return_attention=True)
     assert logits.shape == (20, 8, 42) and maps.shape == (20, layers, heads, 8, 8)

@@ -30,10 +30,10 @@ def small_model(seed=0, **kwargs):
 
 
 def config(**kwargs):
-    """A small run on ``engine="auto"``: ``train`` then takes the Emb-MLP kernel (the "fast path" of these tests),
-    ``_train_autograd`` the same run on autograd, the default."""
+    """A small run on ``engine="prefer_kernel"``: ``train`` then takes the Emb-MLP kernel (the "fast path" of these
+    tests), ``_train_autograd`` the same run on autograd, the default."""
     options = dict(steps=20, lr=1e-2, batch_size=64, record_every=5, eval_size=256, device="cpu", progress=False,
-                   engine="auto")
+                   engine="prefer_kernel")
     options.update(kwargs)
     return TrainConfig(**options)
 
@@ -217,10 +217,10 @@ def test_emb_mlp_takes_the_fast_path_and_matches_the_autograd_loop(task):
 
 
 def test_engine_kernel_is_the_fast_path_and_refuses_what_it_cannot_train(task):
-    """``engine="kernel"`` gives the run ``"auto"`` gives a plain Emb-MLP; for any other model, or through ``wrap``,
+    """``engine="kernel"`` gives the run ``"prefer_kernel"`` gives a plain Emb-MLP; for any other model, or through ``wrap``,
     it raises a ValueError naming the engine instead of silently training on autograd."""
     auto_model, kernel_model = small_model(), small_model()
-    auto = train(auto_model, task, config(steps=10, engine="auto"))
+    auto = train(auto_model, task, config(steps=10, engine="prefer_kernel"))
     kernel = train(kernel_model, task, config(steps=10, engine="kernel"))
     assert torch.equal(auto.loss, kernel.loss) and torch.equal(auto_model.embedding, kernel_model.embedding)
     with pytest.raises(ValueError, match="engine='kernel' trains plain EmbMLP models only, got EmbLinear"):
@@ -492,3 +492,45 @@ def test_the_recipe_s_bad_settings_name_the_argument(options, error, words):
 def test_engine_auto_leaves_the_kernel_for_a_recipe_it_does_not_implement(task):
     run = train(small_model(), task, config(optimizer="adamw", weight_decay=0.01, warmup_steps=5))
     assert run.loss.shape == (5,)
+
+
+def test_old_engine_and_loop_forms_still_work_and_warn(task):
+    """One release of grace: ``engine="auto"`` is stored as ``"prefer_kernel"``, the engines' optimizer/lr form and
+    ``loop.run``'s nine arguments train as the TrainConfig forms do, each with a DeprecationWarning; the new forms
+    do not warn (the control)."""
+    import warnings
+
+    from staircase_lib.training import loop
+    from staircase_lib.training.batched import AutogradMembers
+    from staircase_lib.training.data import BatchStream, evaluation_batches
+    from staircase_lib.training.embmlp_kernel import EmbMLPKernel
+
+    with pytest.warns(DeprecationWarning, match="prefer_kernel"):
+        assert config(engine="auto").engine == "prefer_kernel"
+    cfg = config(steps=6, record_every=3, engine="autograd")
+
+    def records(make_engine, old_loop):
+        model = small_model()
+        engine = make_engine([model])
+        stream = BatchStream([task], [0], cfg.batch_size, torch.device("cpu"), prepare=engine.prepare)
+        evaluation = evaluation_batches([task], [0], cfg.eval_size, torch.device("cpu"))
+        if old_loop:
+            return loop.run(engine, stream, cfg.steps, [0, 3, 6], evaluation, {}, cfg.lr, False)
+        return loop.train_engine(engine, stream, cfg, evaluation)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new_autograd = records(lambda m: AutogradMembers(m, config=cfg), old_loop=False)
+        new_kernel = records(lambda m: EmbMLPKernel(m, config=cfg), old_loop=False)
+    with pytest.warns(DeprecationWarning, match="config=TrainConfig"):
+        old_autograd = records(lambda m: AutogradMembers(m, optimizer="adam", lr=cfg.lr), old_loop=False)
+    with pytest.warns(DeprecationWarning, match="config=TrainConfig"):
+        old_kernel = records(lambda m: EmbMLPKernel(m, "adam", cfg.lr), old_loop=False)
+    with pytest.warns(DeprecationWarning, match="train_engine"):
+        old_loop = records(lambda m: AutogradMembers(m, config=cfg), old_loop=True)
+    for old, new in ((old_autograd, new_autograd), (old_kernel, new_kernel), (old_loop, new_autograd)):
+        assert torch.equal(torch.stack(old.loss), torch.stack(new.loss))
+    with pytest.raises(ValueError, match="not both"):
+        AutogradMembers([small_model()], optimizer="adam", lr=0.01, config=cfg)
+    with pytest.raises(ValueError, match="engine='autograd'"):
+        EmbMLPKernel([small_model()], config=config(optimizer="adamw", engine="autograd"))

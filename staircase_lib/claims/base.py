@@ -10,9 +10,13 @@ import textwrap
 
 
 from .._checks import check_positive_int
-from ..metrics import fit_line, median
+from .._deprecated import moved_names
+from ..metrics import median
 
-__all__ = ["Claim", "glue", "glue_bound", "table", "fit_line", "reproduces"]
+__all__ = ["Claim", "glue", "glue_bound", "table", "reproduces"]
+
+# fit_line's one home is staircase_lib.metrics
+__getattr__ = moved_names(__name__, {"fit_line": ("staircase_lib.metrics", "fit_line")})
 
 
 @dataclass(frozen=True)

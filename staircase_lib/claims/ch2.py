@@ -13,7 +13,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .base import Claim, fit_line
+from ..metrics import fit_line
+from .base import Claim
 
 __all__ = ["closed_form_matches", "closed_form_breaks", "strongest_first", "timing_law_slope",
            "power_law_slope", "no_power_law"]

@@ -7,7 +7,7 @@ against a tolerance typed by hand. A stair that never rises is *censored* (``Non
 such and never counted as a crossing.
 
 Helpers (no claims): :func:`nearest_level`, :func:`level_loss_std`, :func:`level_tolerance`,
-:func:`dwell_decades`, :func:`fit_line`.
+:func:`dwell_decades` (the line fit is :func:`staircase_lib.metrics.fit_line`).
 """
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from typing import Sequence
 
 import torch
 
-from ..metrics import cka, crossing_time, median
+from .._deprecated import moved_names
+from ..metrics import cka, crossing_time, fit_line as _fit_line, median
 from ..theory.feedforward import escape_exponent
-from .base import Claim, fit_line, reproduces  # fit_line: shared with Chapter 2, kept as ch4.fit_line
+from .base import Claim, reproduces
 
-__all__ = ["level_loss_std", "dwell_decades", "fit_line", "stair_order", "plateau_level", "loss_follows_levels",
+__all__ = ["level_loss_std", "dwell_decades", "stair_order", "plateau_level", "loss_follows_levels",
            "parity_structure", "last_stair_outcomes", "order0_diluted", "saddle_escape", "adam_step_at_unit_eps",
            "gd_power_law", "no_order0_dwell", "linear_stops_after_stair0", "live_reproduces_recorded",
            "batch_independent_kick", "kick_without_minibatches", "PAIR_EXPONENT"]
@@ -215,7 +216,7 @@ def saddle_escape(steps: Sequence[torch.Tensor], growth: Sequence[torch.Tensor],
             holds = False
             continue
         start = float(early[-1])
-        slope, _, intercept = fit_line(s[before].tolist(), g[before].tolist())
+        slope, _, intercept = _fit_line(s[before].tolist(), g[before].tolist())
         excess = g - (intercept + slope * s)
         spread = float(excess[before].std())
         doubling = _doubling_times(s, excess, s > t1 / 2, max(noise_z * spread, start / 2), float(g.max()) / 2)
@@ -284,7 +285,7 @@ def gd_power_law(gammas: Sequence[float], first_times: Sequence[float | None], d
     groups = [[t for g, t in pairs if g == v] for v in values]
     ordered = all(max(a) < min(b) for a, b in zip(groups, groups[1:]))
     x = [(g - 0.5) * math.log(d_embed) for g, _ in pairs]
-    slope, se, _ = fit_line(x, [math.log(t) for _, t in pairs])
+    slope, se, _ = _fit_line(x, [math.log(t) for _, t in pairs])
     z = math.nan if math.isnan(se) else slope / se if se > 0 else (math.inf if slope > 0 else math.nan)
     medians = [math.log(median(g)) for g in groups]
     segments = [(b - a) / ((v - u) * math.log(d_embed))
@@ -425,3 +426,7 @@ def kick_without_minibatches(steps: torch.Tensor, growth: Sequence[torch.Tensor]
     holds = bool(ratios) and len(growth) == len(exact_growth) and compared > 0 and all(r < max_ratio for r in ratios)
     return Claim(f"the kick is there without minibatches: exact gradients give at least 1/{max_ratio:g} of the "
                  "minibatch kick, in every seed", holds, {"ratio": ratios, "records compared": compared})
+
+
+# fit_line's one home is staircase_lib.metrics
+__getattr__ = moved_names(__name__, {"fit_line": ("staircase_lib.metrics", "fit_line")})

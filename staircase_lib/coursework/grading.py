@@ -146,10 +146,11 @@ def _check_in_namespace(exercise_id: str, namespace: dict[str, Any]) -> tuple[st
 
     from .. import exercises
 
-    # reload the registry, then every chapter's checks, then the package: whatever the learner's namespace did to
-    # the checks is undone
-    for name in ["_core", *sorted(m for m in vars(exercises) if re.fullmatch(r"ch\d+", m))]:
-        importlib.reload(importlib.import_module(f"{exercises.__name__}.{name}"))
+    # reload the registry, then every module whose checks registered themselves there, then the package: whatever
+    # the learner's namespace did to the checks is undone
+    checks = sorted({exercise.check.__module__ for exercise in exercises.EXERCISES.values()})
+    for name in [f"{exercises.__name__}._core", *checks]:
+        importlib.reload(importlib.import_module(name))
     exercises = importlib.reload(exercises)
     exercise = exercises.EXERCISES[exercise_id]
     learner = namespace.get(exercise.function)

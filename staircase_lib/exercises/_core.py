@@ -70,7 +70,7 @@ def _exercise(exercise_id: str, title: str, function: str, difficulty: int, minu
             print(f"{exercise_id} ({title}): passed.")
             return True
 
-        run.__name__, run.__doc__ = check.__name__, check.__doc__
+        run.__name__, run.__doc__, run.__module__ = check.__name__, check.__doc__, check.__module__
         run.__signature__ = inspect.signature(check).replace(parameters=[
             *inspect.signature(check).parameters.values(),
             inspect.Parameter("raise_on_failure", inspect.Parameter.KEYWORD_ONLY, default=True, annotation=bool)])

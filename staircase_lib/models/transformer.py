@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,7 +34,10 @@ def _flat(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """The sizes and switches of a :class:`Transformer` (its constructor's arguments, checked), nanoGPT style."""
+    """The sizes and switches of a :class:`Transformer` (its constructor's arguments, checked), nanoGPT style.
+    ``d_hidden`` is the blocks' MLP width and the one switch for the MLP: 0 builds attention-only blocks, as
+    ``Transformer(d_hidden=0)`` does (``d_hidden=None``, the old spelling, still means 0, with a
+    ``DeprecationWarning``)."""
 
     vocab_size: int
     seq_len: int
@@ -41,12 +45,26 @@ class TransformerConfig:
     d_embed: int = 32
     n_layers: int = 1
     n_heads: int = 1
-    d_hidden: int | None = 128  # the MLP width; None: attention-only blocks
+    d_hidden: int = 128  # the MLP width; 0: attention-only blocks
     activation: str = "gelu"
     readout_mode: str = "last"
     causal: bool = False
     layer_norm: bool = False
     tied: bool = False
+
+    def __post_init__(self) -> None:
+        if self.d_hidden is None:
+            warnings.warn("TransformerConfig(d_hidden=None) is deprecated: attention-only blocks are d_hidden=0 "
+                          "(the old spelling goes in the next release)", DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "d_hidden", 0)
+
+
+def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The scores ``q . k / sqrt(d_head)`` of queries ``q`` Tensor[N, H, Lq, dh] on keys ``k`` Tensor[N, H, L, dh]:
+    Tensor[N, H, Lq, L], before any causal mask (what :func:`attend`'s softmax acts on)."""
+    if k.shape[-2] <= _BROADCAST_MAX_LEN:  # many tiny matmuls are slow on a CPU
+        return (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])
+    return q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
@@ -60,10 +78,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     if not need_attention and n_queries == length:
         return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal), None
     small = length <= _BROADCAST_MAX_LEN
-    if small:
-        scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(q.shape[-1])  # [N, H, Lq, L]
-    else:
-        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    scores = attention_scores(q, k)  # [N, H, Lq, L]
     if causal:
         future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
         scores = scores.masked_fill(future[length - n_queries:], float("-inf"))
@@ -77,7 +92,7 @@ class Block(nn.Module):
     ``h + mlp_out(act(mlp_in(norm_mlp(h))))``.
 
     Weights ``query``/``key``/``value``/``output`` (d x d, no bias), the MLP ``mlp_in`` (m x d) and ``mlp_out``
-    (d x m) unless ``config.d_hidden`` is None, and LayerNorms ``norm_attn``/``norm_mlp`` (``nn.Identity``
+    (d x m) unless ``config.d_hidden`` is 0, and LayerNorms ``norm_attn``/``norm_mlp`` (``nn.Identity``
     without ``config.layer_norm``). ``linear(n_in, n_out, bias)`` makes each layer with the course's init.
     """
 
@@ -89,6 +104,17 @@ class Block(nn.Module):
         self.mlp_in, self.mlp_out = (linear(d, m), linear(m, d)) if m else (None, None)
         self.norm_attn = nn.LayerNorm(d) if config.layer_norm else nn.Identity()
         self.norm_mlp = nn.LayerNorm(d) if config.layer_norm and m else nn.Identity()
+
+    def _heads(self, y: torch.Tensor) -> torch.Tensor:
+        """[N, L, d] -> [N, H, L, d/H]: one slice of the model width per head."""
+        return y.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
+
+    def scores(self, h: torch.Tensor) -> torch.Tensor:
+        """The attention scores this block's softmax acts on, for residual stream ``h`` Tensor[N, L, d]:
+        Tensor[N, H, L, L] (queries by keys, scaled by ``sqrt(d_head)``, before the causal mask): the same
+        computation as :meth:`forward`'s, for a probe that reads scores rather than maps."""
+        x = self.norm_attn(h)
+        return attention_scores(self._heads(_flat(self.query, x)), self._heads(_flat(self.key, x)))
 
     def forward(self, h: torch.Tensor, last_only: bool = False,
                 need_attention: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -102,10 +128,8 @@ class Block(nn.Module):
         else:
             queries = x
 
-        def heads(y: torch.Tensor) -> torch.Tensor:  # [N, L, d] -> [N, H, L, d/H]
-            return y.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
-
-        q, k, v = heads(_flat(self.query, queries)), heads(_flat(self.key, x)), heads(_flat(self.value, x))
+        q, k, v = self._heads(_flat(self.query, queries)), self._heads(_flat(self.key, x)), \
+            self._heads(_flat(self.value, x))
         mixed, attention = attend(q, k, v, self.causal, need_attention)
         h = h + _flat(self.output, mixed.transpose(-3, -2).flatten(-2))  # [N, Lq, d]
         if self.mlp_in is not None:
@@ -114,13 +138,32 @@ class Block(nn.Module):
         return h, attention
 
 
+def _mlp_width(mlp: bool | None, d_hidden: int | None, d_embed: int) -> int:
+    """The blocks' MLP width from the constructor's ``d_hidden`` (None: ``4 d_embed``; 0: no MLP) and the
+    deprecated ``mlp`` switch (``mlp=False`` is ``d_hidden=0``)."""
+    if mlp is not None:
+        if not isinstance(mlp, bool):
+            raise TypeError(f"mlp must be True or False, got {mlp!r}")
+        warnings.warn(f"mlp= is deprecated: d_hidden is the one switch (d_hidden=0: attention-only blocks; "
+                      f"d_hidden=None: width 4 d_embed), got mlp={mlp!r}", DeprecationWarning, stacklevel=4)
+        if not mlp:
+            if d_hidden not in (None, 0):
+                raise ValueError(f"mlp=False builds no MLP, so d_hidden must be 0 or None, got {d_hidden!r}")
+            return 0
+    if d_hidden is None:
+        return 4 * d_embed
+    return check_positive_int("d_hidden", d_hidden, minimum=0)
+
+
 class Transformer(TokenModel):
     """Transformer over ``h_i = e_{x_i} + p_i`` (``positions`` Tensor[L, d]) with ``n_layers`` blocks.
 
     ``readout_mode``: ``"last"`` (logits ``W_U u_{L-1} + b`` of the last position: Tensor[N, C]), ``"mean"``
     (from the mean over positions: Tensor[N, C]) or ``"all"`` (every position: Tensor[N, L, C]); the layer
     ``readout`` (``W_U``, ``b``) reads the logits out (``readout=`` as an argument: the old name of ``readout_mode``).
-    ``tied=True`` uses the embedding matrix as the unembedding (needs ``n_labels == vocab_size``).
+    ``tied=True`` uses the embedding matrix as the unembedding (needs ``n_labels == vocab_size``). ``d_hidden``
+    is the blocks' MLP width (None: ``4 d_embed``; 0: attention-only blocks), the same switch as its
+    :class:`TransformerConfig`'s (``mlp=False``: the old switch, deprecated).
     ``forward(tokens, return_attention=False)``; with ``return_attention=True`` also the attention maps
     Tensor[N, n_layers, n_heads, L, L] (rows: queries).
 
@@ -142,7 +185,7 @@ class Transformer(TokenModel):
         is a ``ValueError``."""
         if not isinstance(config, TransformerConfig):
             raise TypeError(f"config must be a TransformerConfig for {cls.__name__}, got {type(config).__name__}")
-        fields = {**vars(config), "mlp": config.d_hidden is not None}
+        fields = vars(config)
         accepted = inspect.signature(cls.__init__).parameters
         model = cls(**{k: v for k, v in fields.items() if k in accepted}, gamma=gamma, seed=seed)
         if model.config != config:
@@ -150,7 +193,7 @@ class Transformer(TokenModel):
         return model
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
-                 n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
+                 n_heads: int = 1, mlp: bool | None = None, d_hidden: int | None = None, activation: str = "gelu",
                  readout_mode: str = "last", causal: bool = False, layer_norm: bool = False, tied: bool = False,
                  gamma: float = 1.0, seed: int = 0, init_std: float | None = None, *, readout: str | None = None):
         readout_mode = renamed_argument("readout", readout, "readout_mode", readout_mode, "last")
@@ -165,18 +208,17 @@ class Transformer(TokenModel):
         check_positive_int("n_heads", n_heads)
         if d_embed % n_heads:
             raise ValueError(f"d_embed={d_embed} must be divisible by n_heads={n_heads}")
-        for name, flag in (("mlp", mlp), ("causal", causal), ("layer_norm", layer_norm), ("tied", tied)):
+        for name, flag in (("causal", causal), ("layer_norm", layer_norm), ("tied", tied)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
-        if d_hidden is not None:
-            check_positive_int("d_hidden", d_hidden)
+        d_hidden = _mlp_width(mlp, d_hidden, d_embed)
         if tied and n_labels != vocab_size:
             raise ValueError(f"tied=True needs n_labels == vocab_size, got {n_labels} and {vocab_size}")
         self.activation = activation_name(activation)
         self.readout_mode = check_choice("readout_mode", readout_mode, list(READOUTS))
         self.n_layers, self.n_heads, self.causal = n_layers, n_heads, causal
         self.layer_norm, self.tied = layer_norm, tied
-        self.d_hidden = (d_hidden or 4 * d_embed) if mlp else None
+        self.d_hidden = d_hidden
         self.config = TransformerConfig(vocab_size, seq_len, n_labels, d_embed, n_layers, n_heads, self.d_hidden,
                                         self.activation, readout_mode, causal, layer_norm, tied)
         self.positions = nn.Parameter(self._normal(seq_len, d_embed, fan_in=d_embed))
@@ -207,7 +249,7 @@ class Transformer(TokenModel):
         return self.embedding if self.tied else self.readout.weight
 
     def _run(self, tokens: torch.Tensor, need_attention: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        h = nn.functional.embedding(tokens, self.embedding) + self.positions[: tokens.shape[-1]]
+        h = self.residual_stream(tokens)
         maps = []
         for index, block in enumerate(self.blocks):
             last_only = self.readout_mode == "last" and not need_attention and index == self.n_layers - 1
@@ -240,6 +282,10 @@ class Transformer(TokenModel):
         with torch.no_grad():
             return self._run(tokens, need_attention=True)[1]
 
+    def residual_stream(self, tokens: torch.Tensor) -> torch.Tensor:
+        """What the first block reads: ``h_i = e_{x_i} + p_i``, Tensor[N, L, d] (no input checks)."""
+        return nn.functional.embedding(tokens, self.embedding) + self.positions[: tokens.shape[-1]]
+
     def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
         """What the training loop is given to record at each snapshot (no input checks): every sample's
         attention, ``attention_maps`` Tensor[N, n_layers, n_heads, L, L]; the loop keeps its batch mean and
@@ -253,7 +299,7 @@ class AttentionModel(Transformer):
     """
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d_embed: int = 32, n_layers: int = 1,
-                 n_heads: int = 1, mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu",
+                 n_heads: int = 1, mlp: bool | None = None, d_hidden: int | None = None, activation: str = "gelu",
                  readout_mode: str = "last", causal: bool = False, layer_norm: bool = False, gamma: float = 1.0,
                  seed: int = 0, *, readout: str | None = None):
         readout_mode = renamed_argument("readout", readout, "readout_mode", readout_mode, "last")
@@ -270,8 +316,9 @@ class TinyGPT(Transformer):
     ``TinyGPT(..., layer_norm=True, tied=True, init_std=0.02)`` (pre-LayerNorm blocks and a final LayerNorm)."""
 
     def __init__(self, vocab_size: int, seq_len: int, d_embed: int = 32, n_layers: int = 1, n_heads: int = 1,
-                 mlp: bool = True, d_hidden: int | None = None, activation: str = "gelu", layer_norm: bool = False,
-                 tied: bool = False, gamma: float = 1.0, seed: int = 0, init_std: float | None = None):
+                 mlp: bool | None = None, d_hidden: int | None = None, activation: str = "gelu",
+                 layer_norm: bool = False, tied: bool = False, gamma: float = 1.0, seed: int = 0,
+                 init_std: float | None = None):
         super().__init__(vocab_size, seq_len, vocab_size, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads,
                          mlp=mlp, d_hidden=d_hidden, activation=activation, readout_mode="all", causal=True,
                          layer_norm=layer_norm, tied=tied, gamma=gamma, seed=seed, init_std=init_std)

@@ -216,8 +216,8 @@ def adam_sweep(sweep) -> Experiment:
     gammas = [r.gamma for r in small_init]
     t1 = [r.stair_times[1] for r in small_init]
     beyond = [(g, t) for g, t in zip(gammas, t1) if g > 0.5 and t is not None]
-    slope, slope_se, _ = ch4.fit_line([(g - 0.5) * math.log(d) for g, _ in beyond],
-                                      [t for _, t in beyond])  # over eps < 1 only
+    slope, slope_se, _ = metrics.fit_line([(g - 0.5) * math.log(d) for g, _ in beyond],
+                                          [t for _, t in beyond])  # over eps < 1 only
     median_t = {k: {g: metrics.median([r.stair_times[k] for r in small_init if r.gamma == g])
                     for g in sorted(set(gammas))} for k in (0, 1)}
     levels = sweep.levels.tolist()

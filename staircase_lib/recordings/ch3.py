@@ -60,7 +60,7 @@ def gradient_descent_stage0(*, seeds: Sequence[int] = (0, 1, 2), gamma: float = 
     basis = drive_basis(signatures.exact_signature_drives(task))
     config = TrainConfig(steps=steps, lr=lr, optimizer="sgd", batch_size=batch_size, record="log",
                          records_per_decade=records_per_decade, eval_size=8192, device=device, progress=False,
-                         engine="auto")  # the Emb-MLP kernel: the recording's speed
+                         engine="prefer_kernel")  # the Emb-MLP kernel: the recording's speed
     start = time.time()
     runs = []
     for seed in seeds:

@@ -37,7 +37,7 @@ def sweep(*, gammas: Sequence[float] = (0.25, 0.5, 0.75, 1.0, 1.25), seeds: Sequ
     config = training.TrainConfig(steps=steps, lr=lr, optimizer=optimizer, batch_size=batch_size,
                                   eval_size=eval_size, record="linear" if record_every else "log",
                                   record_every=record_every or 100, records_per_decade=records_per_decade,
-                                  device=device, progress=False, engine="auto")
+                                  device=device, progress=False, engine="prefer_kernel")
     start = time.time()
     runs, labels = [], []
     for activation in activations:  # an ensemble shares one architecture: one per activation
@@ -95,7 +95,7 @@ def exact_gradient(*, gammas: Sequence[float] = (0.75,), seeds: Sequence[int] = 
     tokens, targets = theory.population(task)
     dev = runtime.resolve_device(device)
     tokens, targets = tokens.to(dev), targets.to(dev)
-    marks = sorted(set(range(0, steps + 1, record_every)) | {steps})
+    marks = training.config.linear_record_steps(steps, record_every)
     start = time.time()
     out_runs = []
     for gamma in gammas:

@@ -59,7 +59,9 @@ class PairStairModel(RecordedAttentionModel):
     centred indicators of the pair rule's attribute) and ``order0_projector`` (the same for the order-0 rule's):
 
     - ``partner_score``: the readout query's score on the partner minus its mean over the keys,
-      ``E[omega_{L-1, partner} - mean_j omega_{L-1, j}]`` over the snapshot batch (Tensor[]);
+      ``E[omega_{L-1, partner} - mean_j omega_{L-1, j}]`` over the snapshot batch (and the heads) (Tensor[]),
+      with the scores ``omega`` read from the block itself (``Block.scores``: scaled by ``sqrt(d_head)``, as the
+      model's softmax sees them);
     - ``value_pair_part`` / ``value_order0_part``: ``||W_U W_O W_V E^T P||_F`` with ``P`` the pair (order-0)
       projector: the part of what each token pushes into the logits when attended that depends on the pair
       (order-0) rule's attribute. Both scores and value parts are products of four weight factors."""
@@ -70,10 +72,8 @@ class PairStairModel(RecordedAttentionModel):
 
     def training_snapshot(self, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
         block = self.blocks[0]
-        h = torch.nn.functional.embedding(tokens, self.embedding) + self.positions[: tokens.shape[-1]]
-        query = block.query(h[:, -1])  # [N, d]
-        scores = torch.einsum("nd,nld->nl", query, block.key(h)) / h.shape[-1] ** 0.5  # [N, L]
-        gap = (scores[:, self.partner] - scores.mean(-1)).mean()
+        scores = block.scores(self.residual_stream(tokens))[:, :, -1]  # the model's own: [N, H, L], readout query
+        gap = (scores[..., self.partner] - scores.mean(-1)).mean()  # over the batch (and the heads)
         pushed = self.readout.weight @ block.output.weight @ block.value.weight @ self.embedding.T  # [C, V]
         return {**super().training_snapshot(tokens), "partner_score": gap,
                 "value_pair_part": (pushed @ self.pair_projector.to(pushed)).norm(),

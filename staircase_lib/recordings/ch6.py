@@ -43,7 +43,7 @@ def transplant(*, donor_steps: int = 600, steps: int = 3000, seeds: Sequence[int
     task = tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
     norm = 2.0 * task.vocab_size ** 0.5  # the chapter's frozen embeddings: rows of norm 2 on average
     config = training.TrainConfig(steps=steps, lr=1e-2, record="log", records_per_decade=records_per_decade,
-                                  eval_size=2048, device=device, progress=False, engine="auto")
+                                  eval_size=2048, device=device, progress=False, engine="prefer_kernel")
     start = time.time()
     donors = [models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0,
                             seed=s) for s in seeds]
@@ -99,7 +99,7 @@ def frozen_gd(*, steps: int = 8000, seeds: Sequence[int] = tuple(range(5)), lr: 
     structured = frozen_embeddings(task)["structured"]
     config = training.TrainConfig(steps=steps, lr=lr, optimizer="sgd", batch_size=batch_size, record="log",
                                   records_per_decade=records_per_decade, eval_size=2048, device=device,
-                                  progress=False, engine="auto")
+                                  progress=False, engine="prefer_kernel")
     arms = ("structured", "random")
     members = [models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0,
                              seed=s).load_embeddings(
@@ -128,7 +128,7 @@ def pure_task(*, steps: int = 1000, seeds: Sequence[int] = tuple(range(10)), gam
     seeds, gammas = list(seeds), [float(g) for g in gammas]
     pure = tasks.AnchorTask(memorized=0.0, seed=0, hold_mirror=True)
     config = training.TrainConfig(steps=steps, lr=1e-3, batch_size=256, record_every=100, eval_size=256,
-                                  device=device, progress=False, engine="auto")
+                                  device=device, progress=False, engine="prefer_kernel")
     members = [models.EmbMLP(vocab_size=pure.vocab_size, seq_len=3, n_labels=pure.n_labels, d_embed=D_EMBED,
                              d_hidden=D_HIDDEN, gamma=g, seed=s) for g in gammas for s in seeds]
     start = time.time()

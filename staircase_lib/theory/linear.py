@@ -11,6 +11,7 @@ import torch
 
 from .._checks import check_choice, check_finite_float, check_nonnegative_int, check_positive_int
 from ..metrics import crossing_time
+from ..training.config import linear_record_steps
 
 __all__ = [
     "saxe_trajectory",
@@ -379,9 +380,7 @@ def simulate_linear_network(config: LinearNetworkConfig) -> LinearNetworkHistory
     else:
         u0_eff = torch.full((k,), float("nan"), dtype=torch.float64)
 
-    marks = list(range(0, config.steps + 1, config.record_every))
-    if marks[-1] != config.steps:
-        marks.append(config.steps)
+    marks = linear_record_steps(config.steps, config.record_every)
     strengths = torch.empty(len(marks), k, dtype=torch.float64)
     losses = torch.empty(len(marks), dtype=torch.float64)
     recorded = 0

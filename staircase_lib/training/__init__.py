@@ -4,7 +4,7 @@ Read it top down: :func:`train` is the loop itself (forward, loss, backward, opt
 schedule of :mod:`.config` by :class:`.loop.Recorder`). :func:`train_ensemble` checks its arguments, builds the
 members' engine (:mod:`.batched`: autograd over parameters stacked along a member axis; :mod:`.embmlp_kernel`:
 the Emb-MLP's hand-written step, ``engine="kernel"``), their data streams (:mod:`.data`) and evaluation batches,
-and hands them to the same loop for K members (:func:`.loop.run`), which records a :class:`History` per member.
+and hands them to the same loop for K members (:func:`.loop.train_engine`), which records a :class:`History` per member.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from .batched import AutogradMembers, optimizer_for, wrapped_logits
 from .config import History, TrainConfig, record_steps
 from .data import BatchStream, evaluation_batches
 from .embmlp_kernel import EmbMLPKernel
-from .loop import Recorder, Records, run
+from .loop import Recorder, Records, train_engine
 
 __all__ = ["TrainConfig", "History", "record_steps", "train", "train_ensemble"]
 
@@ -59,7 +59,7 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
     ``config.seed`` for its own batches; see ``scripts/train_lm.py --ddp``). Evaluation, probes and
     snapshots call the model itself, without the wrapper. ``wrap`` needs the autograd engine.
 
-    With ``config.engine="autograd"`` the loop below is the whole computation; ``"kernel"`` (and ``"auto"``
+    With ``config.engine="autograd"`` the loop below is the whole computation; ``"kernel"`` (and ``"prefer_kernel"``
     for a plain Emb-MLP) takes the Emb-MLP's hand-written step instead (``train_ensemble([model], ...)[0]``),
     with the same records up to float rounding.
     """
@@ -79,9 +79,9 @@ def train(model: nn.Module, task: SupportsSample, config: TrainConfig,
     forward = wrapped_logits(model, wrap)  # model.logits, or the wrapped module that calls it
     batches = BatchStream([task], [config.seed], config.batch_size, device)  # one member: tensors [1, n, ...]
     marks = record_steps(config)
-    recorder = Recorder(AutogradMembers([model]), config.steps, marks.tolist(),
-                        evaluation_batches([task], [config.seed], config.eval_size, device),
-                        _member_probes(probes, 1, device), config.lr, config.progress)
+    recorder = Recorder.of(AutogradMembers([model]), config,
+                           evaluation_batches([task], [config.seed], config.eval_size, device),
+                           _member_probes(probes, 1, device))
     with capped_threads(training_threads()), recorder:  # see runtime.training_threads: steady beside other work
         for step in range(config.steps + 1):
             recorder.at(step)  # loss, accuracy, embeddings (and the model's snapshot) at the recorded steps
@@ -125,16 +125,15 @@ def train_ensemble(models: Sequence[nn.Module], task: SupportsSample | Sequence[
     K = len(models)
     with capped_threads(training_threads()):  # see runtime.training_threads: steady beside other work
         if _uses_kernel(config, models[0], wrap):
-            engine = EmbMLPKernel(models, config.optimizer, config.lr)
+            engine = EmbMLPKernel(models, config=config)
         else:
             engine = AutogradMembers(models, wrap=wrap, config=config)
         marks = record_steps(config)
         stream = BatchStream(tasks, seeds, config.batch_size, device, prepare=engine.prepare)
-        records = run(engine, stream, config.steps, marks.tolist(),
-                      evaluation_batches(tasks, seeds, config.eval_size, device), _member_probes(probes, K, device),
-                      config.lr, config.progress,
-                      describe_member=lambda k: (f"loss of member {k} (seed {seeds[k]}, gamma {models[k].gamma})"
-                                                 if K > 1 else "loss"))
+        records = train_engine(engine, stream, config, evaluation_batches(tasks, seeds, config.eval_size, device),
+                               probes=_member_probes(probes, K, device),
+                               describe_member=lambda k: (f"loss of member {k} (seed {seeds[k]}, gamma "
+                                                          f"{models[k].gamma})" if K > 1 else "loss"))
     for model in models:
         model.eval()
     return _histories(records, marks, config, seeds)
@@ -161,7 +160,7 @@ def _histories(records: Records, marks: torch.Tensor, config: TrainConfig, seeds
 
 def _uses_kernel(config: TrainConfig, model: nn.Module, wrap) -> bool:
     """Whether a run takes the Emb-MLP kernel's step: ``engine="kernel"`` (which refuses other models and ``wrap``),
-    or ``engine="auto"`` on a plain Emb-MLP without ``wrap``."""
+    or ``engine="prefer_kernel"`` on a plain Emb-MLP without ``wrap``."""
     if config.engine == "kernel":
         if not EmbMLPKernel.supports(model):
             raise ValueError(f"engine='kernel' trains plain EmbMLP models only, got {type(model).__name__}; "
@@ -169,7 +168,7 @@ def _uses_kernel(config: TrainConfig, model: nn.Module, wrap) -> bool:
         if wrap is not None:
             raise ValueError("engine='kernel' cannot train through wrap; use engine='autograd'")
         return True
-    return config.engine == "auto" and wrap is None and config.plain_schedule and EmbMLPKernel.supports(model)
+    return config.engine == "prefer_kernel" and wrap is None and config.plain_schedule and EmbMLPKernel.supports(model)
 
 
 def _check_wrap(wrap, n_models: int) -> None:

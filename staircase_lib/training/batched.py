@@ -121,8 +121,10 @@ class AutogradMembers:
     ``step(tokens [K, n, L], labels)`` takes one optimizer step for every member; ``evaluate`` returns
     each member's loss and accuracy Tensor[K]; ``embeddings()`` Tensor[K, V, d]; ``snapshot(tokens)``
     the model's ``training_snapshot`` per member (dict of Tensor[K, ...]); ``write_back()`` leaves the
-    trained parameters in the member models. Without ``optimizer`` it cannot ``step``: it only watches the
-    models (what :func:`staircase_lib.training.train` records of its one model).
+    trained parameters in the member models. ``config`` (a ``TrainConfig``, taken whole) gives its optimizer,
+    weight decay and learning-rate schedule; without it it cannot ``step``: it only watches the models (what
+    :func:`staircase_lib.training.train` records of its one model). ``optimizer`` and ``lr`` (a name and a rate,
+    no schedule) are the old way, kept for one release with a ``DeprecationWarning``.
 
     ``wrap`` (one member only) takes the module whose forward is the model's ``logits`` and returns the
     module the training steps call instead, e.g. ``torch.nn.parallel.DistributedDataParallel`` to average
@@ -142,10 +144,17 @@ class AutogradMembers:
         # without an optimizer it only watches (evaluate, embeddings, snapshot), as for train()'s own loop;
         # with a TrainConfig ``config`` its optimizer, weight decay and learning-rate schedule are the config's
         self.schedule = None
+        if config is not None and (optimizer is not None or lr is not None):
+            raise ValueError("pass config (a TrainConfig) or the deprecated optimizer and lr, not both")
         if config is not None:  # weight decay is decided per parameter from the template's (unstacked) shapes
             self.optimizer, self.schedule = optimizer_for(self.template, trainable, config)
+        elif optimizer is not None:
+            warnings.warn("AutogradMembers(optimizer=, lr=) is deprecated: pass config=TrainConfig(...), which "
+                          "carries the optimizer, rate, weight decay and schedule (the old form goes in the next "
+                          "release)", DeprecationWarning, stacklevel=2)
+            self.optimizer = make_optimizer(optimizer, trainable, lr)
         else:
-            self.optimizer = make_optimizer(optimizer, trainable, lr) if optimizer is not None else None
+            self.optimizer = None
         self._logits = self._per_member("logits")
         self._train_logits = self._logits
         if wrap is not None:

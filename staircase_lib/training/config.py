@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -9,12 +10,12 @@ import torch
 from .._checks import check_choice, check_finite_float, check_positive_int, check_nonnegative_int
 from ..runtime import resolve_device
 
-__all__ = ["TrainConfig", "History", "record_steps", "lr_factor"]
+__all__ = ["TrainConfig", "History", "record_steps", "linear_record_steps", "lr_factor"]
 
 OPTIMIZERS = ("adam", "sgd", "adamw")
 SCHEDULES = ("constant", "cosine")
 RECORD_SCHEDULES = ("linear", "log")
-ENGINES = ("auto", "autograd", "kernel")
+ENGINES = ("autograd", "kernel", "prefer_kernel", "auto")  # "auto": the old name of "prefer_kernel"
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,9 @@ class TrainConfig:
     ``engine="autograd"`` (the default) is the loop :func:`staircase_lib.training.train` shows: forward, loss,
     ``backward()``, a ``torch.optim`` step, for every model. ``"kernel"`` asks for the Emb-MLP's hand-written
     batched step (same results up to float rounding, about 1.5x faster on a CPU; a ``ValueError`` at training
-    time for any other model), and ``"auto"`` takes it for a plain Emb-MLP and autograd otherwise: the recorders
-    of the long runs use ``"auto"`` for its speed. Every chapter fits its 60 s budget on autograd.
+    time for any other model), and ``"prefer_kernel"`` takes it for a plain Emb-MLP and autograd otherwise: the
+    recorders of the long runs use it for its speed (``"auto"``, its old name, still works, with a
+    ``DeprecationWarning``, and is stored as ``"prefer_kernel"``). Every chapter fits its 60 s budget on autograd.
 
     The course trains at a constant rate with Adam (``torch.optim.Adam``'s defaults) or plain SGD. A language-model
     recipe is also there (Chapter 8's GPT-2-style runs): ``optimizer="adamw"`` (decoupled weight decay
@@ -73,6 +75,11 @@ class TrainConfig:
         check_choice("record", self.record, RECORD_SCHEDULES)
         check_positive_int("records_per_decade", self.records_per_decade)
         check_choice("engine", self.engine, ENGINES)
+        if self.engine == "auto":
+            warnings.warn('TrainConfig(engine="auto") is deprecated: it means the Emb-MLP kernel where it applies, '
+                          'which engine="prefer_kernel" says (the old name goes in the next release)',
+                          DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "engine", "prefer_kernel")
         check_finite_float("weight_decay", self.weight_decay)
         if self.weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
@@ -112,6 +119,18 @@ def lr_factor(config: TrainConfig, step: int) -> float:
     return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def linear_record_steps(steps: int, every: int) -> list[int]:
+    """The linear record schedule: 0, ``every``, 2 ``every``, ... and ``steps`` itself (the last step is always
+    recorded). The one home of this grid: :func:`record_steps`, the linear model's runs and the exact-gradient
+    recorder read it here."""
+    check_nonnegative_int("steps", steps)
+    check_positive_int("every", every)
+    marks = list(range(0, steps + 1, every))
+    if marks[-1] != steps:
+        marks.append(steps)
+    return marks
+
+
 def record_steps(config: TrainConfig) -> torch.Tensor:
     """The steps a run records at: LongTensor[T], sorted, from 0 to ``config.steps`` inclusive.
 
@@ -119,10 +138,9 @@ def record_steps(config: TrainConfig) -> torch.Tensor:
     ``round(10 ** (j / records_per_decade))``, j = 0, 1, ..., up to ``steps``.
     """
     if config.record == "linear":
-        marks = list(range(0, config.steps + 1, config.record_every))
-    else:
-        top = math.log10(config.steps) * config.records_per_decade
-        marks = sorted({0} | {round(10 ** (j / config.records_per_decade)) for j in range(math.floor(top) + 1)})
+        return torch.tensor(linear_record_steps(config.steps, config.record_every), dtype=torch.long)
+    top = math.log10(config.steps) * config.records_per_decade
+    marks = sorted({0} | {round(10 ** (j / config.records_per_decade)) for j in range(math.floor(top) + 1)})
     if marks[-1] != config.steps:
         marks.append(config.steps)
     return torch.tensor(marks, dtype=torch.long)

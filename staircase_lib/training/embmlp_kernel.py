@@ -21,12 +21,15 @@ gradient): fresh tensors of several MB each step cost more in page faults than t
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch.nn import functional as F
 from torch.optim.adam import adam
 
 from ..models import ACTIVATIONS, EmbMLP
 from .batched import ADAM_DEFAULTS, member_accuracies, member_losses
+from .config import TrainConfig
 
 __all__ = ["EmbMLPKernel"]
 
@@ -64,7 +67,22 @@ class EmbMLPKernel:
         """True for a plain EmbMLP (not a subclass, which may change ``logits``) with its five parameters."""
         return type(model) is EmbMLP and tuple(n for n, _ in model.named_parameters()) == _PARAMETERS
 
-    def __init__(self, models: list[EmbMLP], optimizer: str, lr: float):
+    def __init__(self, models: list[EmbMLP], optimizer: str | None = None, lr: float | None = None, *,
+                 config: TrainConfig | None = None):
+        """``config`` (a ``TrainConfig``, taken whole, as :class:`AutogradMembers` takes it) gives the optimizer
+        and the rate; ``optimizer`` and ``lr`` are the old way, kept for one release with a ``DeprecationWarning``."""
+        if config is not None:
+            if optimizer is not None or lr is not None:
+                raise ValueError("pass config (a TrainConfig) or the deprecated optimizer and lr, not both")
+            if not config.plain_schedule:
+                raise ValueError("the Emb-MLP kernel trains at a constant rate with Adam or SGD; this config's "
+                                 "warmup, schedule, weight decay, betas or AdamW need engine='autograd'")
+            optimizer, lr = config.optimizer, config.lr
+        elif optimizer is None or lr is None:
+            raise TypeError("EmbMLPKernel needs config=TrainConfig(...)")
+        else:
+            warnings.warn("EmbMLPKernel(models, optimizer, lr) is deprecated: pass config=TrainConfig(...) (the old "
+                          "form goes in the next release)", DeprecationWarning, stacklevel=2)
         m0, device = models[0], models[0].embedding.device
         K, V, d, m, C, L = len(models), m0.vocab_size, m0.d_embed, m0.d_hidden, m0.n_labels, m0.seq_len
         B = L if m0.pool == "concat" else 1

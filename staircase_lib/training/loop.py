@@ -1,18 +1,21 @@
-"""The training loop of K members (:func:`run`) and what every loop records (:class:`Recorder`): record on a
-schedule, show progress, stop cleanly."""
+"""The training loop of K members (:func:`train_engine`) and what every loop records (:class:`Recorder`): record
+on a schedule, show progress, stop cleanly. Both take the run's :class:`~staircase_lib.training.config.TrainConfig`
+whole (steps, record schedule, learning rate, progress)."""
 from __future__ import annotations
 
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
 
 from ..runtime import is_headless
+from .config import TrainConfig, record_steps
 
-__all__ = ["Records", "Recorder", "run"]
+__all__ = ["Records", "Recorder", "train_engine", "run"]
 
 
 class Engine(Protocol):
@@ -79,6 +82,17 @@ class Recorder:
         self.lr, self.progress, self.describe_member = lr, progress, describe_member
         self.records, self._next, self._bar, self._start = Records(), 0, None, 0.0
 
+    @classmethod
+    def of(cls, watch, config: TrainConfig, evaluation: tuple[torch.Tensor, torch.Tensor],
+           probes: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+           describe_member=lambda k: "loss") -> "Recorder":
+        """The recorder of a run of ``config``: its steps, record schedule (:func:`record_steps`), learning rate
+        (named in a non-finite loss's error) and progress bar."""
+        if not isinstance(config, TrainConfig):
+            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+        return cls(watch, config.steps, record_steps(config).tolist(), evaluation, probes or {}, config.lr,
+                   config.progress, describe_member)
+
     def __enter__(self) -> "Recorder":
         if show_progress(self.progress):
             from tqdm.auto import tqdm
@@ -126,17 +140,32 @@ class Recorder:
             records.probes.setdefault(name, []).append(torch.stack(watch.evaluate(*batch)))
 
 
+def train_engine(engine: Engine, stream, config: TrainConfig, evaluation: tuple[torch.Tensor, torch.Tensor], *,
+                 probes: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+                 describe_member=lambda k: "loss") -> Records:
+    """Take ``config.steps`` optimizer steps of every member on ``stream.next()`` batches (``engine.prepare``'s
+    per-step arguments), recording on ``config``'s schedule (see :class:`Recorder`). The members' trained
+    parameters are written back into the models whatever happens."""
+    recorder = Recorder.of(engine, config, evaluation, probes, describe_member)
+    return _drive(engine, stream, recorder)
+
+
 def run(engine: Engine, stream, steps: int, marks: list[int], evaluation: tuple[torch.Tensor, torch.Tensor],
         probes: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: float, progress: bool | None,
         describe_member=lambda k: "loss") -> Records:
-    """Take ``steps`` optimizer steps of every member on ``stream.next()`` batches (``engine.prepare``'s per-step
-    arguments), recording at every step in ``marks`` (see :class:`Recorder`). The members' trained parameters
-    are written back into the models whatever happens."""
+    """Deprecated (the old nine-argument form): :func:`train_engine` takes the run's ``TrainConfig`` whole."""
+    warnings.warn("training.loop.run is deprecated: call training.loop.train_engine(engine, stream, config, "
+                  "evaluation, probes=..., describe_member=...) with the run's TrainConfig (the old form goes in "
+                  "the next release)", DeprecationWarning, stacklevel=2)
+    return _drive(engine, stream, Recorder(engine, steps, marks, evaluation, probes, lr, progress, describe_member))
+
+
+def _drive(engine: Engine, stream, recorder: Recorder) -> Records:
     try:
-        with Recorder(engine, steps, marks, evaluation, probes, lr, progress, describe_member) as recorder:
-            for step in range(steps + 1):
+        with recorder:
+            for step in range(recorder.steps + 1):
                 recorder.at(step)
-                if step < steps:
+                if step < recorder.steps:
                     engine.step(*stream.next())
     finally:
         engine.write_back()
