@@ -38,8 +38,9 @@ RAW_MYST = re.compile(r"^:{3,}|\{(glue|glue:text|numref|eq|ref|term|cite|prf:ref
 """What must never reach an edition's markdown: a directive fence, a MyST role, a label line."""
 PROOF_KINDS = {"prf:definition": "Definition", "prf:proposition": "Proposition", "prf:theorem": "Theorem",
                "prf:lemma": "Lemma", "prf:corollary": "Corollary"}
-PAGE_CALL = re.compile(r"\b(?:sl|staircase_lib)\.(?P<path>pages\.ch\d+\.[a-z_]\w*)\(")
-"""A call of what a chapter's page measures (``sl.pages.ch4.staircase(...)``), which the book may hide."""
+PAGE_CALL = re.compile(r"\b(?:sl|staircase_lib)\.(?P<path>(?:pages\.ch\d+|chapters\.ch\d+\.page)\.[a-z_]\w*)\(")
+"""A call of what a chapter's page measures (``sl.chapters.ch4.page.staircase(...)``, or by its former path
+``sl.pages.ch4.staircase(...)``), which the book may hide."""
 PREDICT = re.compile(r"\bpredict", re.IGNORECASE)
 
 
