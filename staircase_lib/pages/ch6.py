@@ -19,7 +19,7 @@ from ..claims import ch6, glue, glue_bound
 from .base import Experiment, listed as _listed
 
 __all__ = ["Experiment", "frozen_member", "frozen_gd", "frozen_adam", "transplant", "anchor_signatures",
-           "anchor_mappings", "held_out_pair", "key_order", "anchor_explorer", "draw_levels"]
+           "anchor_mappings", "random_order_floor", "held_out_pair", "key_order", "anchor_explorer", "draw_levels"]
 
 STRENGTHS = (0.15, 0.25, 0.55)
 LEVEL_NAMES = ["level 0 (no rule)", "level 1 (order 0)", "level 2 (orders 0-1)"]
@@ -201,6 +201,20 @@ def key_order(E: torch.Tensor, keys: torch.Tensor, anchor: tasks.AnchorTask) -> 
     return metrics.gram_correlation(E[keys], target, method="spearman", cosine=True)
 
 
+def random_order_floor(anchor: tasks.AnchorTask, mapping: str = "reasoning", d_embed: int = 32, draws: int = 400,
+                       quantile: float = 0.99, seed: int = 0) -> float:
+    """The key order (:func:`key_order`) that a random displacement reaches: the ``quantile`` of its value over
+    ``draws`` Gaussian V x ``d_embed`` matrices. What "ordered beyond chance" means for :func:`~staircase_lib.
+    claims.ch6.displacement_order`."""
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must lie in (0, 1), got {quantile}")
+    gen = torch.Generator().manual_seed(seed)
+    keys = anchor.keys(mapping)
+    values = sorted(key_order(torch.randn(anchor.vocab_size, d_embed, generator=gen, dtype=torch.float64), keys,
+                              anchor) for _ in range(draws))
+    return float(values[min(draws - 1, int(quantile * draws))])
+
+
 def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[float],
                     seeds: Sequence[int]) -> Experiment:
     """The anchor runs (one per gamma and seed, gamma-major, with probes "reasoning", "memorization" and
@@ -234,6 +248,8 @@ def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[f
     glue("ch6_learned_large_reasoning", _listed(learned[large]["reasoning"], "{:.2f}"), "{}")
     glue("ch6_learned_large_memorized", _listed(learned[large]["memorization"], "{:.2f}"), "{}")
     glue("ch6_final_large_reasoning", _listed(order[large]["reasoning"], "{:.2f}"), "{}")
+    floor = random_order_floor(anchor, d_embed=runs[0].embeddings[0].shape[1])
+    glue("ch6_order_floor", floor, "{:.2f}")
     glue_bound("ch6_moved_large", max(moved[large]), "upper")
     glue_bound("ch6_moved_small", max(moved[small]), "upper", 1)
     claims = {f"gamma {small:g}: reasoning first": first[small],
@@ -241,7 +257,8 @@ def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[f
               f"gamma {small:g}: reasoning keys ordered": ch6.reasoning_keys_ordered(
                   order[small]["reasoning"], order[small]["memorization"]),
               f"gamma {large:g}: learned displacement": ch6.displacement_order(
-                  learned[large]["reasoning"], learned[large]["memorization"], order[large]["reasoning"])}
+                  learned[large]["reasoning"], learned[large]["memorization"], order[large]["reasoning"],
+                  floor=floor)}
     data = SimpleNamespace(by_gamma=by_gamma, fall=fall, ratio=ratio, order=order, learned=learned, moved=moved)
     return Experiment(data, claims)
 
