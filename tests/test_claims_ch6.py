@@ -307,15 +307,25 @@ def test_escape_rate_raised_fails_just_below_its_threshold_on_a_coarse_grid():
 @pytest.mark.slow
 def test_escape_rate_raised_on_new_seeds_under_gradient_descent():
     """Seeds 5 and 6 (the recording uses 0-4), the recorded settings, run to the recording's length."""
-    result = sl.results.RecordedResult.from_dict(sl.recordings.ch6.frozen_gd(seeds=[5, 6], device="cpu"))
+    arms = ("structured", "random", "weak g1")
+    result = sl.results.RecordedResult.from_dict(sl.recordings.ch6.frozen_gd(seeds=[5, 6], device="cpu", arms=arms))
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
     level = task.pair_margin_level() / 2
-    margins = {arm: [r.pair_margin for r in result.select(arm=arm)] for arm in ("structured", "random")}
+    margins = {arm: [r.pair_margin for r in result.select(arm=arm)] for arm in arms}
     n = int(result.steps[-1])
     claim = ch6.escape_rate_raised(result.steps, margins["structured"], margins["random"], level, n, n)
     assert claim, claim
     assert not ch6.escape_rate_raised(result.steps, margins["random"], margins["structured"], level, n, n)
     assert claim.numbers["largest early margin"] < 0.05 * level
+    # the rate control on the same new seeds
+    times = {arm: [sl.metrics.crossing_time(result.steps, m, float(level), below=False, interpolate=True)
+                   for m in margins[arm]] for arm in arms}
+    part = sl.pages.ch6.attribute_part
+    g1 = [part(sl.recordings.ch6.random_embedding(s, 64, 16.0), task, 1) for s in (5, 6)]
+    rate = ch6.rate_follows_g1(times["structured"], times["weak g1"], times["random"],
+                               part(sl.recordings.ch6.frozen_embeddings(task)["structured"], task, 1),
+                               part(sl.recordings.ch6.weak_g1_embedding(task), task, 1), g1)
+    assert rate, rate
 
 
 def test_displacement_order_fails_where_the_displacement_is_no_more_ordered():
@@ -383,3 +393,26 @@ def test_the_anchor_claims_on_new_seeds():
     assert not ch6.reasoning_keys_ordered(moved["reasoning"], moved["memorization"]), moved
     # the null: the final embeddings at large init (the random start dominates) in the displacement's place
     assert not ch6.displacement_order(at_end["reasoning"], at_end["memorization"], at_end["reasoning"]), at_end
+
+
+def test_rate_follows_g1_holds_on_the_inverse_square_and_fails_on_other_laws():
+    """Nulls by kind for the rate control: a rate blind to the g1 part's size (weak arm as fast as the structured
+    one), rates as its first or fourth power, censored runs, overlapping arms."""
+    g1_s, g1_w, g1_r = 14.73, 6.25, [3.31, 3.29, 3.45, 3.61, 3.33]
+    t_s = [150.0, 155.0, 160.0, 158.0, 152.0]
+    r_med = 3.33
+
+    def laws(power):
+        weak = [t * (g1_s / g1_w) ** power for t in t_s]
+        random = [t * (g1_w / r_med) ** power for t in weak]
+        return weak, random
+
+    weak, random = laws(2)
+    assert ch6.rate_follows_g1(t_s, weak, random, g1_s, g1_w, g1_r)
+    for power in (0, 1, 4):
+        w, r = laws(power)
+        claim = ch6.rate_follows_g1(t_s, w, r, g1_s, g1_w, g1_r)
+        assert not claim, f"a rate as the g1 part's power {power} passed: {claim}"
+    assert not ch6.rate_follows_g1(t_s, weak[:-1] + [None], random, g1_s, g1_w, g1_r), "a censored weak run"
+    overlap = weak[:-1] + [min(t_s) * 0.9]
+    assert not ch6.rate_follows_g1(t_s, overlap, random, g1_s, g1_w, g1_r), "a weak seed before a structured one"

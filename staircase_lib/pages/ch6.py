@@ -68,6 +68,12 @@ def frozen_gd() -> Experiment:
     times = {arm: _times(steps, m, level) for arm, m in margins.items()}
     n = int(steps[-1])
     claim = ch6.escape_rate_raised(steps, margins["structured"], margins["random"], level, n, n)
+    # the rate control: the structured embedding with g1 on the weaker singular value (same directions, same norm)
+    weak = recordings.obtain("ch6_frozen_gd_weak_g1")
+    if int(weak.steps[-1]) != n:
+        raise ValueError(f"the rate control must run as long as the frozen arms, got {int(weak.steps[-1])} and {n}")
+    exact = {arm: _times(steps, m, level, interpolate=True) for arm, m in margins.items()}
+    exact["weak g1"] = _times(weak.steps, [r.pair_margin for r in weak.select(arm="weak g1")], level, True)
     config = recorded.config
     glue("ch6_gd_lr", config["lr"], "{:g}")
     glue("ch6_gd_batch", config["batch_size"], "{:,}")
@@ -85,11 +91,24 @@ def frozen_gd() -> Experiment:
     structured = recordings.ch6.frozen_embeddings(task)["structured"]
     g1_random = [attribute_part(recordings.ch6.random_embedding(s, task.vocab_size, norm), task, 1)
                  for s in config["seeds"]]
+    g1_structured = attribute_part(structured, task, 1)
+    g1_weak = attribute_part(recordings.ch6.weak_g1_embedding(task), task, 1)
+    rate = ch6.rate_follows_g1(exact["structured"], exact["weak g1"], exact["random"], g1_structured, g1_weak,
+                               g1_random)
     glue("ch6_norm", norm, "{:.0f}")
-    glue("ch6_g1_structured", attribute_part(structured, task, 1), "{:.1f}")
+    glue("ch6_g1_structured", g1_structured, "{:.1f}")
     glue("ch6_g1_random", _listed(g1_random, "{:.1f}"), "{}")
+    glue("ch6_g1_weak", g1_weak, "{:.1f}")
+    glue("ch6_rate_predicted", (g1_structured / metrics.median(g1_random)) ** 2, "{:.0f}")
+    glue("ch6_weak_predicted", rate.numbers["predicted weak/structured"], "{:.1f}")
+    glue("ch6_weak_measured", rate.numbers["measured weak/structured"], "{:.1f}")
+    glue("ch6_weak_random_predicted", rate.numbers["predicted random/weak"], "{:.1f}")
+    glue("ch6_weak_random_measured", rate.numbers["measured random/weak"], "{:.1f}")
+    glue("ch6_gd_weak_all", _listed([round(t) for t in exact["weak g1"]], "{:,}"), "{}")
     return Experiment(SimpleNamespace(recorded=recorded, task=task, steps=steps, margins=margins, times=times,
-                                      level=level), {"GD: structure raises the escape rate": claim})
+                                      level=level, weak=weak),
+                      {"GD: structure raises the escape rate": claim,
+                       "GD rate control: g1 on the weaker singular value": rate})
 
 
 def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, steps: int) -> Experiment:
