@@ -376,7 +376,7 @@ def test_the_anchor_claims_on_new_seeds():
     def order(E, mapping):
         return sl.pages.ch6.key_order(E, anchor.keys(mapping), anchor)
 
-    fall = [tuple(sl.metrics.half_fall_time(r.steps, r.probes[m]["loss"]) for m in ("reasoning", "memorization"))
+    fall = [tuple(sl.metrics.half_fall_time(r.steps, r.probes[m]["loss"], interpolate=True) for m in ("reasoning", "memorization"))
             for r in small]
     assert ch6.reasoning_first(fall), fall
     final = {m: [order(r.embeddings[-1], m) for r in small] for m in ("reasoning", "memorization")}
