@@ -284,13 +284,14 @@ def crossing_time(steps: torch.Tensor, curve: torch.Tensor, level: float, below:
     return steps[i].item()
 
 
-def half_fall_time(steps: torch.Tensor, loss: torch.Tensor) -> int | None:
+def half_fall_time(steps: torch.Tensor, loss: torch.Tensor, interpolate: bool = False) -> int | float | None:
     """First step at which ``loss`` Tensor[T] has fallen halfway from its start to its minimum (None if it never
-    falls: a flat curve is censored)."""
+    falls: a flat curve is censored). With ``interpolate=True`` the time is interpolated between records
+    (:func:`crossing_time`), for ratios of times compared with a threshold."""
     start, low = float(loss[0]), float(loss.min())
     if start - low <= 1e-9:
         return None
-    return crossing_time(steps, loss, (start + low) / 2)
+    return crossing_time(steps, loss, (start + low) / 2, interpolate=interpolate)
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -371,6 +371,52 @@ def test_no_order0_dwell_fails_when_both_arms_have_the_plateau_or_the_large_arm_
     assert not ch4.no_order0_dwell([untrained] * 3, [plateau] * 3, [LEVELS[0]] * 3, LEVELS)
 
 
+def _sweep_arms():
+    sweep = sl.results.recorded("ch4_init_sweep")
+    arm = {g: [r.loss.double() for r in sweep.runs if r.gamma == g] for g in (0.25, 1.0)}
+    return sweep.steps, arm[0.25], arm[1.0]
+
+
+def _resample(steps, loss, at):
+    """``loss`` (on ``steps``) read at the times ``at``, linearly in log-step; level 0 before the first record."""
+    import numpy as np
+    x, t = np.log10(steps.double().clamp_min(1).numpy()), np.log10(at.double().clamp_min(1).numpy())
+    return torch.from_numpy(np.interp(t, x, loss.numpy()))
+
+
+def test_no_order0_rest_holds_on_the_sweep_and_fails_on_rests_of_every_kind():
+    """The audit's nulls for P2's merge: the small-init runs in the large arm's place, delayed (their rest
+    later, so fewer decades), slowed (more steps, the same decades), with evaluation noise two to five times the
+    recording's (records thrown out of the band), and an arm that never learns."""
+    steps, large, small = _sweep_arms()
+    assert ch4.no_order0_rest(steps, large, small, LEVELS)
+    assert not ch4.no_order0_rest(steps, small, small, LEVELS), "the small-init runs themselves"
+    for delay in (300, 1000, 3000, 8000):
+        delayed = [_resample(steps, x, (steps - delay).clamp_min(0)) for x in small]
+        claim = ch4.no_order0_rest(steps, delayed, small, LEVELS)
+        assert not claim, f"a rest delayed by {delay} steps passed as no rest: {claim}"
+    for slower in (2, 5, 10):
+        slowed = [_resample(steps, x, steps.double() / slower) for x in small]
+        assert not ch4.no_order0_rest(steps, slowed, small, LEVELS), f"a run {slower}x slower passed"
+    noise = ch4.level_loss_std(TASK, 1) / math.sqrt(8192)  # the sweep's evaluation noise
+    g = torch.Generator().manual_seed(0)
+    for times in (2, 3, 5):
+        for _ in range(5):
+            noisy = [x + times * noise * torch.randn(len(x), generator=g, dtype=torch.float64) for x in small]
+            claim = ch4.no_order0_rest(steps, noisy, small, LEVELS)
+            assert not claim, f"small-init runs with {times}x the evaluation noise passed as no rest: {claim}"
+    untrained = [torch.full((len(steps),), LEVELS[0], dtype=torch.float64)] * 3
+    assert not ch4.no_order0_rest(steps, untrained, small, LEVELS), "an arm that never learns"
+
+
+def test_recorded_new_seeds_hold_the_merge():
+    new = sl.results.load("ch4_new_seeds")
+    steps = torch.tensor(new["step"])
+    arm = {g: [torch.tensor(r["loss"]) for r in new["runs"] if r["gamma"] == g and r["activation"] == "gelu"]
+           for g in (0.25, 1.0)}
+    assert ch4.no_order0_rest(steps, arm[0.25], arm[1.0], LEVELS)
+
+
 # ----- P3 linear --------------------------------------------------------------------------------------------------
 GELU_TIMES = [[12, 1905, 12023], [14, 1905, 9120], [13, 1905, 10965]]
 
@@ -387,6 +433,21 @@ def test_linear_claim_fails_for_a_control_shorter_than_the_runs_it_controls():
     assert not ch4.linear_stops_after_stair0(cut, [LEVELS[1] + 0.006] * 3, LEVELS, run_steps=1500,
                                              controlled_times=GELU_TIMES)
     assert ch4.linear_stops_after_stair0(cut, [LEVELS[1] + 0.006] * 3, LEVELS, run_steps=20_000,
+                                         controlled_times=GELU_TIMES)
+
+
+def test_linear_claim_fails_for_a_nonlinear_run_trained_more_slowly():
+    """The audit's null: GELU runs whose every stair time is stretched by a smaller learning rate, cut at the
+    control's length, look like identity runs (stair 0 only, resting on level 1). In units of their own stair
+    0 they are too short to have shown the pair stair, so the claim must fail; the identity runs pass."""
+    run = 20_000
+    for slower in (3, 11, 30, 100, 1000):
+        stretched = [[None if t * slower > run else t * slower for t in times] for times in GELU_TIMES]
+        final = [LEVELS[1] + 0.006 if s[1] is None else LEVELS[2] for s in stretched]
+        claim = ch4.linear_stops_after_stair0(stretched, final, LEVELS, run_steps=run, controlled_times=GELU_TIMES)
+        assert not claim, f"GELU runs {slower}x slower passed as linear: {claim}"
+    identity = [[11.7, None, None], [15.3, None, None], [12.6, None, None]]
+    assert ch4.linear_stops_after_stair0(identity, [LEVELS[1] + 0.006] * 3, LEVELS, run_steps=run,
                                          controlled_times=GELU_TIMES)
 
 
@@ -483,6 +544,34 @@ def test_saddle_escape_holds_on_a_blow_up_and_fails_on_nulls():
     flat = torch.full((len(ESCAPE_STEPS),), 0.01)
     assert not ch4.saddle_escape([ESCAPE_STEPS], [flat], [0.7], [t1])
     assert not ch4.saddle_escape([ESCAPE_STEPS], [escape_curve()], [0.7], [None])
+
+
+def _noisy_exponentials(log_noise, draws=6, seed=0):
+    """Single exponentials (rate, start varied) on a floor of 0.3 with log-normal noise ``log_noise`` per record
+    on the grown part and 0.01 additive: the audit's "single noisy exponential"."""
+    s = ESCAPE_STEPS.double()
+    g = torch.Generator().manual_seed(seed)
+    for rate in (3e-4, 5e-4, 8e-4, 1.2e-3, 2e-3):
+        for start in (1e-2, 1e-3, 1e-4, 1e-5):
+            grown = start * torch.exp(rate * s)
+            grown = 7 * grown / (7 + grown)
+            if grown.max() < 3:
+                continue
+            t1 = float(s[int((grown >= grown.max() / 2).nonzero()[0])])
+            for _ in range(draws):
+                curve = 0.3 + grown * torch.exp(log_noise * torch.randn(len(s), generator=g))
+                curve = curve + 0.01 * torch.randn(len(s), generator=g)
+                curve[0] = 0.0
+                yield curve, t1
+
+
+@pytest.mark.parametrize("log_noise", [0.1, 0.2, 0.3])
+def test_saddle_escape_rejects_single_noisy_exponentials(log_noise):
+    """The audit's low-margin null: at most 3 % of single noisy exponentials pass, over two sets of draws (the
+    first-over-last doubling rule at 1.5 passed up to 6 % of these at log-noise 0.3, 8-9 % in the audit's)."""
+    results = [bool(ch4.saddle_escape([ESCAPE_STEPS], [c], [0.7], [t1]))
+               for seed in (0, 1) for c, t1 in _noisy_exponentials(log_noise, seed=seed)]
+    assert sum(results) <= 0.03 * len(results), f"{sum(results)} of {len(results)} noisy exponentials passed"
 
 
 def drifting_exponential(floor="linear", level=0.2, drift=0.2, start=1e-5, rate=1e-3, cap=7.0):

@@ -290,26 +290,71 @@ def test_escape_rate_raised_holds_on_two_waits_and_fails_on_its_controls():
     assert not ch6.escape_rate_raised(steps, s, r, level, 10000, 8000)
 
 
+def test_escape_rate_raised_fails_just_below_its_threshold_on_a_coarse_grid():
+    """The audit's null: on a 20-per-decade grid, stair times snapped to the record after the crossing let a
+    speed-up just below 5 read as above it. With margins crossing at known times whose true ratio is 4.6 to 4.95
+    (several placements against the grid), the claim must fail; at 5.3 to 6 it must hold."""
+    steps = torch.cat([torch.tensor([0]), torch.unique(torch.logspace(0, 4, 81).round().long())])
+    level = 0.5
+    for base in (150.0, 157.0, 163.0, 171.0, 178.0):
+        s = _margins([base, base * 1.01, base * 1.02], steps)
+        for true_ratio, expect in ((4.6, False), (4.8, False), (4.95, False), (5.3, True), (6.0, True)):
+            r = _margins([base * 1.01 * true_ratio * f for f in (0.99, 1.0, 1.01)], steps)
+            claim = ch6.escape_rate_raised(steps, s, r, level, 10000, 10000)
+            assert bool(claim) == expect, (base, true_ratio, claim.numbers["speedup"])
+
+
 @pytest.mark.slow
 def test_escape_rate_raised_on_new_seeds_under_gradient_descent():
     """Seeds 5 and 6 (the recording uses 0-4), the recorded settings, run to the recording's length."""
-    result = sl.results.RecordedResult.from_dict(sl.recordings.ch6.frozen_gd(seeds=[5, 6], device="cpu"))
+    arms = ("structured", "random", "weak g1")
+    result = sl.results.RecordedResult.from_dict(sl.recordings.ch6.frozen_gd(seeds=[5, 6], device="cpu", arms=arms))
     task = sl.tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
     level = task.pair_margin_level() / 2
-    margins = {arm: [r.pair_margin for r in result.select(arm=arm)] for arm in ("structured", "random")}
+    margins = {arm: [r.pair_margin for r in result.select(arm=arm)] for arm in arms}
     n = int(result.steps[-1])
     claim = ch6.escape_rate_raised(result.steps, margins["structured"], margins["random"], level, n, n)
     assert claim, claim
     assert not ch6.escape_rate_raised(result.steps, margins["random"], margins["structured"], level, n, n)
     assert claim.numbers["largest early margin"] < 0.05 * level
+    # the rate control on the same new seeds
+    times = {arm: [sl.metrics.crossing_time(result.steps, m, float(level), below=False, interpolate=True)
+                   for m in margins[arm]] for arm in arms}
+    part = sl.pages.ch6.attribute_part
+    g1 = [part(sl.recordings.ch6.random_embedding(s, 64, 16.0), task, 1) for s in (5, 6)]
+    rate = ch6.rate_follows_g1(times["structured"], times["weak g1"], times["random"],
+                               part(sl.recordings.ch6.frozen_embeddings(task)["structured"], task, 1),
+                               part(sl.recordings.ch6.weak_g1_embedding(task), task, 1), g1)
+    assert rate, rate
 
 
 def test_displacement_order_fails_where_the_displacement_is_no_more_ordered():
+    """Nulls by kind: the final embeddings in the displacement's place, memorized keys as ordered, one seed at
+    the random floor, the gamma-1 and gamma-0.5 runs (ordered embeddings: the order is not hidden; values of
+    the page's settings, seeds 0-2), and random displacements (E(T) = E(0) + noise, which were "more ordered
+    than E(T)" by construction)."""
     learned, memorized, final = [0.39, 0.44, 0.52], [-0.07, -0.12, -0.10], [0.14, 0.18, 0.27]
     assert ch6.displacement_order(learned, memorized, final)
     assert not ch6.displacement_order(final, memorized, final), "the final embeddings in the displacement's place"
     assert not ch6.displacement_order(learned, learned, final), "memorized keys as ordered"
-    assert not ch6.displacement_order([0.39, 0.10, 0.52], memorized, final), "one seed below its embedding"
+    assert not ch6.displacement_order([0.39, 0.10, 0.52], memorized, final), "one seed at the random floor"
+    gamma1 = ([0.77, 0.79, 0.74], [0.00, -0.06, 0.05], [0.76, 0.79, 0.73])
+    gamma05 = ([0.57, 0.67, 0.65], [-0.06, -0.10, -0.06], [0.48, 0.58, 0.58])
+    assert not ch6.displacement_order(*gamma1), "gamma-1 runs in the gamma-0.25 runs' place"
+    assert not ch6.displacement_order(*gamma05), "gamma-0.5 runs in the gamma-0.25 runs' place"
+    anchor = sl.tasks.AnchorTask(memorized=0.5, seed=0)
+    floor = sl.pages.ch6.random_order_floor(anchor)
+    assert 0.1 < floor < 0.25, floor
+    g = torch.Generator().manual_seed(1)
+    start = [torch.randn(anchor.vocab_size, 32, generator=g, dtype=torch.float64) for _ in range(3)]
+    passed = 0
+    for _ in range(20):
+        moved = [torch.randn(anchor.vocab_size, 32, generator=g, dtype=torch.float64) * 0.3 for _ in range(3)]
+        order = {m: [sl.pages.ch6.key_order(d, anchor.keys(m), anchor) for d in moved]
+                 for m in ("reasoning", "memorization")}
+        at_end = [sl.pages.ch6.key_order(e + d, anchor.keys("reasoning"), anchor) for e, d in zip(start, moved)]
+        passed += bool(ch6.displacement_order(order["reasoning"], order["memorization"], at_end, floor=floor))
+    assert passed == 0, f"{passed} of 20 random displacements passed"
     with pytest.raises(ValueError):
         ch6.displacement_order(learned, memorized[:2], final)
 
@@ -331,15 +376,43 @@ def test_the_anchor_claims_on_new_seeds():
     def order(E, mapping):
         return sl.pages.ch6.key_order(E, anchor.keys(mapping), anchor)
 
-    fall = [tuple(sl.metrics.half_fall_time(r.steps, r.probes[m]["loss"]) for m in ("reasoning", "memorization"))
+    fall = [tuple(sl.metrics.half_fall_time(r.steps, r.probes[m]["loss"], interpolate=True) for m in ("reasoning", "memorization"))
             for r in small]
     assert ch6.reasoning_first(fall), fall
     final = {m: [order(r.embeddings[-1], m) for r in small] for m in ("reasoning", "memorization")}
     assert ch6.reasoning_keys_ordered(final["reasoning"], final["memorization"]), final
     moved = {m: [order(r.embeddings[-1] - r.embeddings[0], m) for r in large] for m in ("reasoning", "memorization")}
     at_end = {m: [order(r.embeddings[-1], m) for r in large] for m in ("reasoning", "memorization")}
-    assert ch6.displacement_order(moved["reasoning"], moved["memorization"], at_end["reasoning"]), moved
+    floor = sl.pages.ch6.random_order_floor(anchor)
+    assert ch6.displacement_order(moved["reasoning"], moved["memorization"], at_end["reasoning"], floor=floor), moved
+    # the null: the gamma-1 runs of the same seeds in the gamma-0.25 runs' place (their order is not hidden)
+    small_moved = {m: [order(r.embeddings[-1] - r.embeddings[0], m) for r in small] for m in ("reasoning", "memorization")}
+    assert not ch6.displacement_order(small_moved["reasoning"], small_moved["memorization"], final["reasoning"],
+                                      floor=floor), small_moved
     # the page says the 0.3 separation of gamma 1 does not hold in every new seed at gamma 0.25 (seed 3)
     assert not ch6.reasoning_keys_ordered(moved["reasoning"], moved["memorization"]), moved
     # the null: the final embeddings at large init (the random start dominates) in the displacement's place
     assert not ch6.displacement_order(at_end["reasoning"], at_end["memorization"], at_end["reasoning"]), at_end
+
+
+def test_rate_follows_g1_holds_on_the_inverse_square_and_fails_on_other_laws():
+    """Nulls by kind for the rate control: a rate blind to the g1 part's size (weak arm as fast as the structured
+    one), rates as its first or fourth power, censored runs, overlapping arms."""
+    g1_s, g1_w, g1_r = 14.73, 6.25, [3.31, 3.29, 3.45, 3.61, 3.33]
+    t_s = [150.0, 155.0, 160.0, 158.0, 152.0]
+    r_med = 3.33
+
+    def laws(power):
+        weak = [t * (g1_s / g1_w) ** power for t in t_s]
+        random = [t * (g1_w / r_med) ** power for t in weak]
+        return weak, random
+
+    weak, random = laws(2)
+    assert ch6.rate_follows_g1(t_s, weak, random, g1_s, g1_w, g1_r)
+    for power in (0, 1, 4):
+        w, r = laws(power)
+        claim = ch6.rate_follows_g1(t_s, w, r, g1_s, g1_w, g1_r)
+        assert not claim, f"a rate as the g1 part's power {power} passed: {claim}"
+    assert not ch6.rate_follows_g1(t_s, weak[:-1] + [None], random, g1_s, g1_w, g1_r), "a censored weak run"
+    overlap = weak[:-1] + [min(t_s) * 0.9]
+    assert not ch6.rate_follows_g1(t_s, overlap, random, g1_s, g1_w, g1_r), "a weak seed before a structured one"

@@ -61,3 +61,60 @@ def test_live_runs_are_compared_with_the_recording(page):
     assert len(live.times) == len(page.seeds) and isinstance(live.curves[0][0], torch.Tensor)
     with pytest.raises(AttributeError):
         _ = live.nothing_here
+
+
+# ----- the claims list in words names every claim the claims cell asserts (Chapters 4-7) ----------------------------
+def _claim_keys(module_path):
+    """The claim names each page module puts in an ``Experiment``'s claims (dict literals, dict comprehensions and
+    dicts assigned to a name), with ``*`` where an f-string formats a value."""
+    import ast
+    tree = ast.parse(module_path.read_text())
+
+    def text(key):
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+        if isinstance(key, ast.JoinedStr):
+            return "".join(v.value if isinstance(v, ast.Constant) else "*" for v in key.values)
+        return None
+
+    keys = []
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        assigned = {t.id: n.value for n in ast.walk(function) if isinstance(n, ast.Assign)
+                    for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Experiment"):
+                continue
+            given = node.args[1:2] + [k.value for k in node.keywords if k.arg == "claims"]
+            arg = given[0] if given else None
+            arg = assigned.get(arg.id, arg) if isinstance(arg, ast.Name) else arg
+            if isinstance(arg, ast.Dict):
+                keys += [text(k) for k in arg.keys]
+            elif isinstance(arg, ast.DictComp):
+                keys.append(text(arg.key))
+    return sorted({k for k in keys if k})
+
+
+def _words(text):
+    import re
+    text = re.sub(r"[*$`\\{}()]", " ", text.lower()).replace("=", " = ")
+    return set(re.findall(r"[a-z0-9][a-z0-9\-]*|=", text))
+
+
+@pytest.mark.parametrize("chapter,notebook", [(4, "04_context_staircase"), (5, "05_attention"),
+                                              (6, "06_embedding_structure"), (7, "07_semantic_structure")])
+def test_the_claims_list_names_every_claim_the_cell_asserts(chapter, notebook):
+    """Issue 45 item 3: each claim the page's claims cell asserts (the keys of its experiments' claims) is named in
+    one item of the chapter's claims list: every word of its name (a formatted value aside) in that item."""
+    import re
+    from pathlib import Path
+
+    import nbformat
+    root = Path(__file__).resolve().parents[1]
+    keys = _claim_keys(root / "staircase_lib" / "pages" / f"ch{chapter}.py")
+    assert len(keys) >= 8, keys
+    nb = nbformat.read(root / "chapters" / f"{notebook}.ipynb", as_version=4)
+    listing = [c.source for c in nb.cells if c.cell_type == "markdown" and "## Claims" in c.source]
+    assert len(listing) == 1, f"chapter {chapter}: one '## Claims' cell expected, found {len(listing)}"
+    items = [_words(item) for item in re.split(r"\n\s*\d+\.\s", listing[0])[1:]]
+    missing = [k for k in keys if not any(_words(k.replace("*", " ")) <= item for item in items)]
+    assert not missing, f"chapter {chapter}: the claims list does not name {missing}"

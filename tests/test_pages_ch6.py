@@ -13,7 +13,9 @@ from staircase_lib.pages import ch6
 
 def test_the_gradient_descent_arms_hold_their_claim_on_the_recording():
     gd = ch6.frozen_gd()
-    assert set(gd.claims) == {"GD: structure raises the escape rate"}
+    assert set(gd.claims) == {"GD: structure raises the escape rate",
+                              "GD rate control: g1 on the weaker singular value"}
+    assert gd.weak.config["arms"] == ["weak g1"] and gd.weak.config["seeds"] == gd.recorded.config["seeds"]
     assert all(gd.claims.values()), gd.claims
     assert len(gd.margins["structured"]) == len(gd.margins["random"]) == len(gd.recorded.config["seeds"])
     assert max(gd.times["structured"]) < min(gd.times["random"])

@@ -148,19 +148,34 @@ def saturation_trap(steps: torch.Tensor, forward_entropy: Sequence[torch.Tensor]
 
 
 def label_free_dip(steps: torch.Tensor, curve: torch.Tensor, null_steps: Sequence[torch.Tensor],
-                   null_curves: Sequence[torch.Tensor], chance: float, by: int = 30, below: float = 0.75) -> Claim:
-    """The early dip of the bag-of-tokens alignment is label-free: over the first ``by`` steps the task run's
+                   null_curves: Sequence[torch.Tensor], chance: float, by: int = 30, below: float = 0.75,
+                   other_curve: torch.Tensor | None = None, other_chance: float | None = None) -> Claim:
+    """The early dip of the bag-of-tokens alignment is generic: over the first ``by`` steps the task run's
     alignment (``curve``, Tensor[T] on ``steps``) falls below ``below`` times the chance level, and so does every
     run of the same models whose labels are independent of the tokens (``null_curves``, each on its own
-    ``null_steps``). Fails if either stays near chance."""
+    ``null_steps``): it is label-free. With ``other_curve`` (the task run's alignment with an unrelated kernel,
+    e.g. a random one of the pooled kernel's rank) and its chance level ``other_chance``, that falls below
+    ``below`` times its chance too: it is kernel-free, a change of the embeddings' own Gram matrix, not a
+    statement about the pooled kernel.
+
+    Rejects: a dip that needs the labels (a null run that stays at chance), a task run that does not dip, and
+    (with ``other_curve``) a dip specific to the pooled kernel (the unrelated kernel's alignment stays at
+    chance). It does not claim that every seed dips: the page reports how many of the unused seeds do."""
     def lowest(s: torch.Tensor, c: torch.Tensor) -> float:
         return float(torch.as_tensor(c)[s <= by].min())
+    if (other_curve is None) != (other_chance is None):
+        raise ValueError("other_curve and other_chance must be given together, got one of them")
     task = lowest(steps, curve)
     nulls = [lowest(s, c) for s, c in zip(null_steps, null_curves)]
     holds = bool(nulls) and task < below * chance and max(nulls) < below * chance
+    numbers = {"task_lowest": task, "null_lowest": nulls, "chance": float(chance)}
+    if other_curve is not None:
+        other = lowest(steps, other_curve)
+        holds = holds and other < below * float(other_chance)
+        numbers.update({"other_kernel_lowest": other, "other_chance": float(other_chance)})
     return Claim(f"over the first {by} steps the alignment falls below {below:g} x chance, with the task's labels and "
-                 "with labels independent of the tokens", holds,
-                 {"task_lowest": task, "null_lowest": nulls, "chance": float(chance)})
+                 "with labels independent of the tokens" + (", and so does the alignment with an unrelated kernel"
+                                                            if other_curve is not None else ""), holds, numbers)
 
 
 def collapse_without_trap(steps: torch.Tensor, entropy: Sequence[torch.Tensor], final_loss: Sequence[float],

@@ -17,7 +17,7 @@ import torch
 from ..metrics import crossing_time, paired_lead
 from .base import Claim
 
-__all__ = ["frozen_speedup", "escape_rate_raised", "no_pair_without_g1",
+__all__ = ["frozen_speedup", "escape_rate_raised", "rate_follows_g1", "no_pair_without_g1",
            "structure_helps_early", "displacement_order",
            "no_head_start", "norm_helps",
            "reasoning_first", "together_at_large_init", "reasoning_keys_ordered",
@@ -66,10 +66,17 @@ def escape_rate_raised(steps: torch.Tensor, margins_structured: Sequence[torch.T
     structured arm then reaches ``level`` ``threshold`` times sooner (median) and every structured seed before
     every random seed, as :func:`frozen_speedup` (none censored, equal run lengths). The random arm's margin at
     ``wait_fraction`` of its stair time is reported, not asserted (its rise is gradual). ``steps`` LongTensor[T]
-    are the runs' shared record steps, ``margins_*`` Tensor[T] each. Fails for a structured arm that rises at
-    once (no escape), for equal rates, and for censored runs."""
-    t_s = [crossing_time(steps, m, float(level), below=False) for m in margins_structured]
-    t_r = [crossing_time(steps, m, float(level), below=False) for m in margins_random]
+    are the runs' shared record steps, ``margins_*`` Tensor[T] each.
+
+    Rejects: a structured arm that rises at once (no escape), equal rates (the arms swapped or the same), censored
+    runs, and a speed-up below ``threshold``, also one just below it: the stair times are first crossings
+    *interpolated* between records (:func:`~staircase_lib.metrics.crossing_time`), since times snapped to a
+    20-per-decade grid move each by up to 12 % and a ratio of two by up to 25 %, enough to lift a 4.5x speed-up
+    over 5. The threshold 5 asks for a large effect, a quarter of what the heuristic's rate estimate gives
+    (rate as the square of the g1 part of E: about 19 for the chapter's embeddings), so that the claim does not
+    hang on the estimate's precision; it is not fitted to the measured speed-up."""
+    t_s = [crossing_time(steps, m, float(level), below=False, interpolate=True) for m in margins_structured]
+    t_r = [crossing_time(steps, m, float(level), below=False, interpolate=True) for m in margins_random]
     fast = frozen_speedup(t_s, t_r, steps_structured, steps_random, threshold=threshold)
     def early(margins, times):  # each run's largest margin before wait_fraction of its own stair time
         out = []
@@ -90,6 +97,38 @@ def escape_rate_raised(steps: torch.Tensor, margins_structured: Sequence[torch.T
                   "random margins at the same fraction": early_r, "wait_fraction": wait_fraction,
                   "threshold": threshold,
                   "censored": (fast.numbers["censored_structured"], fast.numbers["censored_random"])})
+
+
+def rate_follows_g1(t_structured: Times, t_weak: Times, t_random: Times, g1_structured: float, g1_weak: float,
+                    g1_random: Sequence[float], window: float = 2.0) -> Claim:
+    """The heuristic's rate estimate, tested with a rate control that keeps the pair rule representable: the escape
+    rate goes as the square of the g1 part of E (:func:`~staircase_lib.pages.ch6.attribute_part`), so pair-stair
+    times (interpolated first crossings, one per seed; None censored) scale as its inverse square. The weak-g1
+    arm is the structured embedding with its g0 and g1 sizes swapped (same directions, same norm). Holds if the
+    median time ratio weak / structured lies within a factor ``window`` of ``(g1_structured / g1_weak)**2`` and
+    random / weak within ``window`` of ``(g1_weak / median(g1_random))**2``, every weak seed after every
+    structured seed and before every random seed, none censored.
+
+    Rejects: a rate that does not depend on the g1 part's size (the weak arm as fast as the structured one: ratio
+    1), a rate that goes as its first power or its fourth (ratios 2.4 and 31 for the chapter's embeddings, outside
+    the window around 5.6), censored runs, and arms whose seeds overlap. The window 2 was set before the runs: the
+    estimate is leading order, and Chapter 4's timing laws agree with theirs to a few tens of percent."""
+    arms = {"structured": list(t_structured), "weak": list(t_weak), "random": list(t_random)}
+    censored = {k: _censored(v) for k, v in arms.items()}
+    complete = all(v and c == 0 for v, c in zip(arms.values(), censored.values()))
+    predicted = ((g1_structured / g1_weak) ** 2, (g1_weak / median(g1_random)) ** 2)
+    if complete:
+        measured = (_median(t_weak) / _median(t_structured), _median(t_random) / _median(t_weak))
+        ordered = max(t_structured) < min(t_weak) and max(t_weak) < min(t_random)
+        inside = [p / window <= m <= p * window for m, p in zip(measured, predicted)]
+    else:
+        measured, ordered, inside = (float("nan"), float("nan")), False, [False, False]
+    holds = bool(complete and ordered and all(inside))
+    return Claim(f"rate control: pair-stair times go as 1/|g1 part of E|^2 (weak/structured and random/weak within "
+                 f"{window:g}x of the prediction), every weak seed between the other two arms", holds,
+                 {"predicted weak/structured": predicted[0], "measured weak/structured": measured[0],
+                  "predicted random/weak": predicted[1], "measured random/weak": measured[1],
+                  "ordered": ordered, "censored": censored, "window": window})
 
 
 def no_pair_without_g1(t_control: Times, t_loss_control: Times, singular_structured: Sequence[float],
@@ -194,24 +233,34 @@ def reasoning_keys_ordered(order_reasoning: Sequence[float], order_memorized: Se
 
 
 def displacement_order(learned_reasoning: Sequence[float], learned_memorized: Sequence[float],
-                       final_reasoning: Sequence[float]) -> Claim:
-    """What training *added* to the embeddings, E(T) - E(0), is ordered for the reasoning keys: in every seed its
-    Spearman order (cosines against -|val - val'|) for the reasoning keys is above that of the memorized keys'
-    displacement and above that of the reasoning keys' final embeddings E(T) (where the random start hides it).
-    The three lists hold one value per seed. Fails for a displacement no more ordered than the embedding (the
-    final embeddings in its place), and where the memorized keys are as ordered."""
+                       final_reasoning: Sequence[float], floor: float = 0.16, hidden: float = 0.3) -> Claim:
+    """At large initialization the order is in what training *added*, hidden by the random start: in every seed
+    the displacement E(T) - E(0) orders the reasoning keys (Spearman of cosines against -|val - val'|) above
+    ``floor``, the order a random displacement reaches in 1 % of draws (the page computes it:
+    :func:`staircase_lib.pages.ch6.random_order_floor`; 0.16 for 20 keys at d = 32), and above the memorized keys'
+    displacement, while the final embeddings E(T) order the reasoning keys *below* ``hidden`` (0.3, what
+    :func:`reasoning_keys_ordered` calls ordered). The three lists hold one value per seed.
+
+    Rejects: a displacement no more ordered than a random one (E(0) independent noise makes "more ordered than
+    E(T)" true by construction, so that comparison is not asserted), memorized keys as ordered as the reasoning
+    keys, and runs whose embeddings are themselves ordered (the gamma-1 or gamma-0.5 runs in place of the
+    gamma-0.25 ones): there the order is not hidden."""
     n = len(learned_reasoning)
     if not (n == len(learned_memorized) == len(final_reasoning)) or n == 0:
         raise ValueError(f"one value per seed in each list, got {n}, {len(learned_memorized)}, "
                          f"{len(final_reasoning)}")
+    above_floor = sum(r > floor for r in learned_reasoning)
     above_memorized = sum(r > m for r, m in zip(learned_reasoning, learned_memorized))
+    hidden_in = sum(f < hidden for f in final_reasoning)
     above_final = sum(r > f for r, f in zip(learned_reasoning, final_reasoning))
-    holds = bool(above_memorized == n and above_final == n)
-    return Claim("in every seed the learned displacement orders the reasoning keys more than the memorized keys' "
-                 "displacement and more than the final embeddings do", holds,
+    holds = bool(above_floor == n and above_memorized == n and hidden_in == n)
+    return Claim(f"in every seed the learned displacement orders the reasoning keys beyond a random displacement "
+                 f"(> {floor:.2f}) and more than the memorized keys' displacement, while the final embeddings stay "
+                 f"below {hidden:g}", holds,
                  {"learned_reasoning": list(learned_reasoning), "learned_memorized": list(learned_memorized),
-                  "final_reasoning": list(final_reasoning), "seeds_above_memorized": above_memorized,
-                  "seeds_above_final": above_final, "seeds": n})
+                  "final_reasoning": list(final_reasoning), "floor": floor, "seeds_above_floor": above_floor,
+                  "seeds_above_memorized": above_memorized, "seeds_hidden": hidden_in,
+                  "seeds_above_final (reported)": above_final, "seeds": n})
 
 
 def composition_generalizes(held_small: Sequence[float], held_large: Sequence[float],

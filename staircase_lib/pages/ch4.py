@@ -223,9 +223,10 @@ def adam_sweep(sweep) -> Experiment:
     levels = sweep.levels.tolist()
     large = [r for r in sweep.runs if r.gamma == 0.25]
     small = [r for r in sweep.runs if r.gamma == 1.0]
-    dwell_large = [ch4.dwell_decades(sweep.steps, r.loss, levels, 1) for r in large]
-    dwell_small = [ch4.dwell_decades(sweep.steps, r.loss, levels, 1) for r in small]
-    large_final = [float(r.loss[-1]) for r in large]
+    merge = ch4.no_order0_rest(sweep.steps, [r.loss for r in large], [r.loss for r in small], levels)
+    dwell_large = merge.numbers["large-init rest (decades)"]
+    dwell_small = merge.numbers["small-init rest (decades)"]
+    large_final = merge.numbers["large-init final loss"]
     glue("ch4_sweep_steps", sweep.config["steps"], "{:,}")
     glue("ch4_slope", slope, "{:.0f}")
     glue("ch4_slope_se", slope_se, "{:.0f}")
@@ -236,7 +237,7 @@ def adam_sweep(sweep) -> Experiment:
     glue("ch4_large_times", "; ".join(_listed(r.stair_times, "{:,}") for r in large), "{}")
     glue("ch4_large_final", _listed(large_final, "{:.3f}"), "{}")
     claims = {"P2 Adam step": ch4.adam_step_at_unit_eps(gammas, t1),
-              "P2 merge": ch4.no_order0_dwell(dwell_large, dwell_small, large_final, levels)}
+              "P2 merge": merge}
     return Experiment(SimpleNamespace(d=d, small_init=small_init, large=large, small=small, levels=levels),
                       claims)
 
@@ -252,8 +253,11 @@ def linear_control(page: Experiment) -> Experiment:
     glue("ch4_linear_times", "; ".join(_listed(t, "{:,}") for t in times), "{}")
     glue("ch4_linear_final", _listed(final, "{:.4f}"), "{}")
     glue("ch4_linear_steps", int(linear.steps[-1]), "{:,}")
-    claim = ch4.linear_stops_after_stair0(times, final, page.levels.tolist(), run_steps=int(linear.steps[-1]),
-                                          controlled_times=page.times)
+    # interpolated stair times for the claim: it compares ratios of them (run / t0 against t_last / t0)
+    exact = [metrics.stair_times(linear.steps, c, window=3, interpolate=True) for c in curves]
+    controlled = [metrics.stair_times(page.steps, c, window=3, interpolate=True) for c in page.curves]
+    claim = ch4.linear_stops_after_stair0(exact, final, page.levels.tolist(), run_steps=int(linear.steps[-1]),
+                                          controlled_times=controlled)
     return Experiment(SimpleNamespace(steps=linear.steps, curves=curves, times=times), {"P3 linear": claim})
 
 

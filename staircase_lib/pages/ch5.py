@@ -136,7 +136,14 @@ def bag_of_tokens(page: Experiment, live_runs: Sequence, null_runs: Sequence) ->
     pooled = metrics.alignment_curve(trap.embeddings, pooled_kernel)
     bag = ch5.bag_of_tokens_first(trap.steps, live_entropy[3], pooled)
     null_pooled = [metrics.alignment_curve(r.embeddings, pooled_kernel) for r in null_runs]
-    dip = ch5.label_free_dip(trap.steps, pooled, [r.steps for r in null_runs], null_pooled, page.chance)
+    # an unrelated kernel of the pooled kernel's rank: does the dip say anything about the pooled kernel?
+    features = torch.randn(pooled_kernel.shape[0], int(torch.linalg.matrix_rank(pooled_kernel)),
+                           generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    random_kernel = (features @ features.T).to(pooled_kernel.dtype)
+    random_chance = metrics.cka_chance(random_kernel, d_embed=trap.embeddings.shape[-1])
+    dip = ch5.label_free_dip(trap.steps, pooled, [r.steps for r in null_runs], null_pooled, page.chance,
+                             other_curve=metrics.alignment_curve(trap.embeddings, random_kernel),
+                             other_chance=random_chance)
     live = ch5.live_reproduces_recorded(
         {"order-0 stair (reversed)": [metrics.stair_times(r.steps, c)[0] for r, c in zip(live_runs, live_curves)],
          "attention collapse (forward)": [first_below(r.steps, e) for r, e in zip(live_runs[3:], live_entropy[3:])]},
@@ -150,6 +157,7 @@ def bag_of_tokens(page: Experiment, live_runs: Sequence, null_runs: Sequence) ->
     glue("ch5_bag_drop", bag.numbers.get("drop"), "{}")
     glue("ch5_dip_task", dip.numbers["task_lowest"], "{:.2f}")
     glue("ch5_dip_null", min(dip.numbers["null_lowest"]), "{:.2f}")
+    glue("ch5_dip_random", dip.numbers["other_kernel_lowest"] / random_chance, "{:.2f}")
     glue_bound("ch5_null_end", max(float(c[-1]) for c in null_pooled), "upper", 2)  # "at most"
     return Experiment(SimpleNamespace(trap=trap, pooled=pooled, live_entropy=live_entropy, null_runs=null_runs,
                                       null_pooled=null_pooled, live_curves=live_curves),
@@ -177,6 +185,14 @@ def pair_stair(page: Experiment) -> Experiment:
                                  f"{_listed([score_t[k]], '{:,.0f}')}" for k in new), "{}")
     glue("ch5_ps_lead", _listed(claim.numbers["lead"], "{:.2f}"), "{}")
     glue("ch5_ps_runs", claim.numbers["through"], "{}")
+    # a lead is clear when it spans more than one record interval at the score's time (the records' resolution)
+    def spacing(t):
+        later = steps[steps.double() >= t]
+        at = int((steps == later[0]).nonzero()[0]) if len(later) else len(steps) - 1
+        return float(steps[at] - steps[max(at - 1, 0)])
+    clear = sum(v is not None and q is not None and q - v > spacing(q) for v, q in zip(value_t, score_t))
+    glue("ch5_ps_clear", clear, "{:d}")
+    glue("ch5_ps_resolution", len(runs) - clear, "{:d}")
     return Experiment(SimpleNamespace(recorded=recorded, steps=steps, runs=runs, times=times),
                       {"value path before query-key, at the pair stair": claim})
 

@@ -19,7 +19,7 @@ from ..claims import ch6, glue, glue_bound
 from .base import Experiment, listed as _listed
 
 __all__ = ["Experiment", "frozen_member", "frozen_gd", "frozen_adam", "transplant", "anchor_signatures",
-           "anchor_mappings", "held_out_pair", "key_order", "anchor_explorer", "draw_levels"]
+           "anchor_mappings", "random_order_floor", "held_out_pair", "key_order", "anchor_explorer", "draw_levels"]
 
 STRENGTHS = (0.15, 0.25, 0.55)
 LEVEL_NAMES = ["level 0 (no rule)", "level 1 (order 0)", "level 2 (orders 0-1)"]
@@ -68,6 +68,12 @@ def frozen_gd() -> Experiment:
     times = {arm: _times(steps, m, level) for arm, m in margins.items()}
     n = int(steps[-1])
     claim = ch6.escape_rate_raised(steps, margins["structured"], margins["random"], level, n, n)
+    # the rate control: the structured embedding with g1 on the weaker singular value (same directions, same norm)
+    weak = recordings.obtain("ch6_frozen_gd_weak_g1")
+    if int(weak.steps[-1]) != n:
+        raise ValueError(f"the rate control must run as long as the frozen arms, got {int(weak.steps[-1])} and {n}")
+    exact = {arm: _times(steps, m, level, interpolate=True) for arm, m in margins.items()}
+    exact["weak g1"] = _times(weak.steps, [r.pair_margin for r in weak.select(arm="weak g1")], level, True)
     config = recorded.config
     glue("ch6_gd_lr", config["lr"], "{:g}")
     glue("ch6_gd_batch", config["batch_size"], "{:,}")
@@ -85,11 +91,24 @@ def frozen_gd() -> Experiment:
     structured = recordings.ch6.frozen_embeddings(task)["structured"]
     g1_random = [attribute_part(recordings.ch6.random_embedding(s, task.vocab_size, norm), task, 1)
                  for s in config["seeds"]]
+    g1_structured = attribute_part(structured, task, 1)
+    g1_weak = attribute_part(recordings.ch6.weak_g1_embedding(task), task, 1)
+    rate = ch6.rate_follows_g1(exact["structured"], exact["weak g1"], exact["random"], g1_structured, g1_weak,
+                               g1_random)
     glue("ch6_norm", norm, "{:.0f}")
-    glue("ch6_g1_structured", attribute_part(structured, task, 1), "{:.1f}")
+    glue("ch6_g1_structured", g1_structured, "{:.1f}")
     glue("ch6_g1_random", _listed(g1_random, "{:.1f}"), "{}")
+    glue("ch6_g1_weak", g1_weak, "{:.1f}")
+    glue("ch6_rate_predicted", (g1_structured / metrics.median(g1_random)) ** 2, "{:.0f}")
+    glue("ch6_weak_predicted", rate.numbers["predicted weak/structured"], "{:.1f}")
+    glue("ch6_weak_measured", rate.numbers["measured weak/structured"], "{:.1f}")
+    glue("ch6_weak_random_predicted", rate.numbers["predicted random/weak"], "{:.1f}")
+    glue("ch6_weak_random_measured", rate.numbers["measured random/weak"], "{:.1f}")
+    glue("ch6_gd_weak_all", _listed([round(t) for t in exact["weak g1"]], "{:,}"), "{}")
     return Experiment(SimpleNamespace(recorded=recorded, task=task, steps=steps, margins=margins, times=times,
-                                      level=level), {"GD: structure raises the escape rate": claim})
+                                      level=level, weak=weak),
+                      {"GD: structure raises the escape rate": claim,
+                       "GD rate control: g1 on the weaker singular value": rate})
 
 
 def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, steps: int) -> Experiment:
@@ -98,11 +117,16 @@ def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, ste
     spectrum without g1, structure helps early."""
     k = len(runs) // 3
     structured_runs, random_runs, control_runs = runs[:k], runs[k: 2 * k], runs[2 * k:]
+
+    def steps_of(arm):
+        return arm[0].steps
     levels = task.loss_levels()
     margin_level = task.pair_margin_level() / 2
-    t_structured = metrics.pair_stair_times(structured_runs, margin_level)  # None = censored
-    t_random = metrics.pair_stair_times(random_runs, margin_level)
-    t_control = metrics.pair_stair_times(control_runs, margin_level)
+    # pair-stair times interpolated between records (None = censored): the claims compare their ratios with
+    # thresholds, and a 20-per-decade grid moves each time by up to 12 %
+    t_structured, t_random, t_control = (_times(steps_of(arm), [metrics.pair_margin(r) for r in arm], margin_level,
+                                                interpolate=True)
+                                         for arm in (structured_runs, random_runs, control_runs))
     speedup = ch6.frozen_speedup(t_structured, t_random, steps, steps, threshold=10)
     pair_level = float(levels[1] + levels[2]) / 2  # halfway down the loss's pair stair
     t_loss_control = metrics.crossing_times(control_runs, pair_level)
@@ -119,9 +143,9 @@ def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, ste
     glue("ch6_med_random", speedup.numbers["median_random"], "{:.0f}")
     glue("ch6_speedup", speedup.numbers["speedup"], "{:.0f}")
     glue("ch6_steps", steps, "{:d}")
-    glue("ch6_t_structured_all", _listed(t_structured), "{}")
-    glue("ch6_t_random_all", _listed(t_random), "{}")
-    glue("ch6_t_control_all", _listed(t_control), "{}")
+    glue("ch6_t_structured_all", _listed(t_structured, "{:,.0f}"), "{}")
+    glue("ch6_t_random_all", _listed(t_random, "{:,.0f}"), "{}")
+    glue("ch6_t_control_all", _listed(t_control, "{:,.0f}"), "{}")
     glue("ch6_control_loss_cross", metrics.median(t_loss_control) if None not in t_loss_control
          else float("nan"), "{:.0f}")
     glue("ch6_final_structured", early.numbers["final_structured"], "{:.3f}")
@@ -201,6 +225,20 @@ def key_order(E: torch.Tensor, keys: torch.Tensor, anchor: tasks.AnchorTask) -> 
     return metrics.gram_correlation(E[keys], target, method="spearman", cosine=True)
 
 
+def random_order_floor(anchor: tasks.AnchorTask, mapping: str = "reasoning", d_embed: int = 32, draws: int = 400,
+                       quantile: float = 0.99, seed: int = 0) -> float:
+    """The key order (:func:`key_order`) that a random displacement reaches: the ``quantile`` of its value over
+    ``draws`` Gaussian V x ``d_embed`` matrices. What "ordered beyond chance" means for :func:`~staircase_lib.
+    claims.ch6.displacement_order`."""
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must lie in (0, 1), got {quantile}")
+    gen = torch.Generator().manual_seed(seed)
+    keys = anchor.keys(mapping)
+    values = sorted(key_order(torch.randn(anchor.vocab_size, d_embed, generator=gen, dtype=torch.float64), keys,
+                              anchor) for _ in range(draws))
+    return float(values[min(draws - 1, int(quantile * draws))])
+
+
 def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[float],
                     seeds: Sequence[int]) -> Experiment:
     """The anchor runs (one per gamma and seed, gamma-major, with probes "reasoning", "memorization" and
@@ -211,7 +249,7 @@ def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[f
     by_gamma = {g: runs[k * j: k * j + k] for j, g in enumerate(gammas)}
 
     def fall_time(run, name):
-        return metrics.half_fall_time(run.steps, run.probes[name]["loss"])
+        return metrics.half_fall_time(run.steps, run.probes[name]["loss"], interpolate=True)  # ratios: thresholds
 
     fall = {g: [(fall_time(r, "reasoning"), fall_time(r, "memorization")) for r in rs] for g, rs in by_gamma.items()}
     first = {g: ch6.reasoning_first(fall[g]) for g in gammas}
@@ -227,13 +265,15 @@ def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[f
     for g, name in zip(gammas, ("small", "mid", "large")):
         glue(f"ch6_ratio_{name}", ratio[g], "{:.2f}")
     glue("ch6_end_loss", max(float(r.probes[m]["loss"][-1]) for r in runs for m in mappings), "{:.2f}")
-    glue("ch6_fall_small_all", "; ".join(f"{r}, {m}" for r, m in fall[small]), "{}")
+    glue("ch6_fall_small_all", "; ".join(_listed([r, m], "{:,.0f}") for r, m in fall[small]), "{}")
     glue_bound("ch6_order_reasoning", min(order[small]["reasoning"]), "lower")
     glue_bound("ch6_order_memorized", max(order[small]["memorization"]), "upper")
     glue_bound("ch6_order_large", max(max(v) for v in order[large].values()), "upper")
     glue("ch6_learned_large_reasoning", _listed(learned[large]["reasoning"], "{:.2f}"), "{}")
     glue("ch6_learned_large_memorized", _listed(learned[large]["memorization"], "{:.2f}"), "{}")
     glue("ch6_final_large_reasoning", _listed(order[large]["reasoning"], "{:.2f}"), "{}")
+    floor = random_order_floor(anchor, d_embed=runs[0].embeddings[0].shape[1])
+    glue("ch6_order_floor", floor, "{:.2f}")
     glue_bound("ch6_moved_large", max(moved[large]), "upper")
     glue_bound("ch6_moved_small", max(moved[small]), "upper", 1)
     claims = {f"gamma {small:g}: reasoning first": first[small],
@@ -241,7 +281,8 @@ def anchor_mappings(runs: Sequence, anchor: tasks.AnchorTask, gammas: Sequence[f
               f"gamma {small:g}: reasoning keys ordered": ch6.reasoning_keys_ordered(
                   order[small]["reasoning"], order[small]["memorization"]),
               f"gamma {large:g}: learned displacement": ch6.displacement_order(
-                  learned[large]["reasoning"], learned[large]["memorization"], order[large]["reasoning"])}
+                  learned[large]["reasoning"], learned[large]["memorization"], order[large]["reasoning"],
+                  floor=floor)}
     data = SimpleNamespace(by_gamma=by_gamma, fall=fall, ratio=ratio, order=order, learned=learned, moved=moved)
     return Experiment(data, claims)
 

@@ -28,6 +28,7 @@ RECORDERS: dict[str, Callable[..., dict]] = {
     "ch5_pair_stair": ch5.pair_stair,
     "ch6_transplant": ch6.transplant,
     "ch6_frozen_gd": ch6.frozen_gd,
+    "ch6_frozen_gd_weak_g1": ch6.frozen_gd,
     "ch6_pure_task": ch6.pure_task,
     **{name: ch8.real_text for name in ("ch8_real_text", "ch8_real_text_large_init", "ch8_real_text_tied",
                                         "ch8_real_text_long", "ch8_predictions_g100", "ch8_predictions_g050",

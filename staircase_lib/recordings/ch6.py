@@ -20,7 +20,7 @@ from .. import metrics, models, runtime, signatures, tasks, training
 from .._checks import check_positive_int
 from ..results import rounded
 
-__all__ = ["ARMS", "D_EMBED", "D_HIDDEN", "GAMMAS", "frozen_embeddings", "frozen_gd", "pure_task",
+__all__ = ["ARMS", "D_EMBED", "D_HIDDEN", "GAMMAS", "frozen_embeddings", "weak_g1_embedding", "frozen_gd", "pure_task",
            "random_embedding", "transplant"]
 
 D_EMBED, D_HIDDEN = 32, 128
@@ -87,23 +87,44 @@ def frozen_embeddings(task) -> dict[str, torch.Tensor]:
     return {"structured": structured, "control": signatures.spectrum_matched(wrong, structured)}
 
 
+def weak_g1_embedding(task) -> torch.Tensor:
+    """The rate control of Chapter 6 (Tensor[V, d]): the structured frozen embedding with the sizes of its g0 and
+    g1 parts swapped, so that g1 lies on the weaker singular value. Same directions, same Frobenius norm, the
+    pair rule still representable; only the size of the g1 part changes."""
+    structured = frozen_embeddings(task)["structured"].double()
+    parts = []
+    for order in (0, 1):
+        indicators = torch.nn.functional.one_hot(task.attribute(order), task.attribute_size).double()
+        basis, _ = torch.linalg.qr(indicators - indicators.mean(0))
+        basis = basis[:, : task.attribute_size - 1]
+        parts.append(basis @ (basis.T @ structured))
+    scale = float(parts[0].norm() / parts[1].norm())
+    return (parts[1] * scale + parts[0] / scale + (structured - parts[0] - parts[1])).float()
+
+
 def frozen_gd(*, steps: int = 8000, seeds: Sequence[int] = tuple(range(5)), lr: float = 2.0,
-              batch_size: int = 1024, records_per_decade: int = 20, device: str = "auto") -> dict:
+              batch_size: int = 1024, records_per_decade: int = 20, device: str = "auto",
+              arms: Sequence[str] = ("structured", "random")) -> dict:
     """The chapter's structured and random frozen arms (``gamma = 1`` for W1 and W2) under plain gradient descent
     (SGD, ``lr``, fresh batches of ``batch_size``), one member per arm and seed; each run's loss and pair
-    margin (the task's ``pair_rule_probes``) at log-spaced records."""
+    margin (the task's ``pair_rule_probes``) at log-spaced records. ``arms`` may also name ``"weak g1"``
+    (:func:`weak_g1_embedding`, the rate control)."""
     check_positive_int("steps", steps)
     seeds = list(seeds)
+    arms = tuple(arms)
+    known = ("structured", "random", "weak g1")
+    if not arms or any(a not in known for a in arms):
+        raise ValueError(f"arms must name some of {known}, got {arms}")
     task = tasks.StaircaseTask(strengths=(0.15, 0.25, 0.55))
     norm = 2.0 * task.vocab_size ** 0.5
     structured = frozen_embeddings(task)["structured"]
+    fixed = {"structured": structured, "weak g1": weak_g1_embedding(task) if "weak g1" in arms else None}
     config = training.TrainConfig(steps=steps, lr=lr, optimizer="sgd", batch_size=batch_size, record="log",
                                   records_per_decade=records_per_decade, eval_size=2048, device=device,
                                   progress=False, engine="prefer_kernel")
-    arms = ("structured", "random")
     members = [models.EmbMLP(vocab_size=64, seq_len=3, n_labels=4, d_embed=D_EMBED, d_hidden=D_HIDDEN, gamma=1.0,
                              seed=s).load_embeddings(
-        structured if arm == "structured" else random_embedding(s, task.vocab_size, norm), freeze=True)
+        fixed[arm] if arm != "random" else random_embedding(s, task.vocab_size, norm), freeze=True)
         for arm in arms for s in seeds]
     start = time.time()
     runs = training.train_ensemble(members, task, config, seeds=seeds * len(arms),
@@ -111,7 +132,7 @@ def frozen_gd(*, steps: int = 8000, seeds: Sequence[int] = tuple(range(5)), lr: 
     return {"config": {"steps": steps, "seeds": seeds, "lr": lr, "batch_size": batch_size,
                        "records_per_decade": records_per_decade, "device": device, "optimizer": "sgd",
                        "d_embed": D_EMBED, "d_hidden": D_HIDDEN, "gamma": 1.0, "strengths": list(task.strengths),
-                       "device_used": str(runtime.resolve_device(device))},
+                       "device_used": str(runtime.resolve_device(device)), "arms": list(arms)},
             "step": runs[0].steps.tolist(),
             "runs": [{"arm": arm, "seed": s, "loss": rounded(run.loss, 5),
                       "pair_margin": rounded(metrics.pair_margin(run), 5)}
