@@ -170,7 +170,7 @@ WRONG = {  # one deliberately wrong answer per chapter and the hint its check mu
     "ex-3.2": ("def relative_gap(embeddings, v, w):\n    return (embeddings[:, v] - embeddings[:, w]).norm(dim=-1)\n",
                r"tokens v=0, w=1: wrong value at index"),
     "ex-4.2": ("def surviving_stairs(activation):\n    return (0, 1, 2)\n",
-               r"identity: got \(0, 1, 2\)\. Hint: a linear activation has no derivative"),
+               r"identity: expected the orders \(0,\), got \(0, 1, 2\)\. Hint: a linear activation has no derivative"),
 }
 
 

@@ -185,9 +185,31 @@ def test_chapter4_checks_accept_right_and_explain_wrong_answers():
     with pytest.raises(ex.ExerciseFailed, match="minimum only before the peak"):
         ex.check_half_rise_time(lambda steps, curve: int(steps[int(torch.nonzero(
             curve >= (curve.min() + curve.max()) / 2)[0])]) if curve.max() - curve.min() >= 0.1 else None)
-    assert ex.check_surviving_stairs(lambda a: {"identity": (0,), "quadratic": (0, 1)}.get(a, (0, 1, 2))) is True
-    with pytest.raises(ex.ExerciseFailed, match="quadratic"):
-        ex.check_surviving_stairs(lambda a: (0,) if a == "identity" else (0, 1, 2))
+    assert ex.check_surviving_stairs(degree_counting) is True
+    with pytest.raises(ex.ExerciseFailed, match=r"quadratic a \+ a\^2/2: expected the orders \(0, 1\)"):
+        ex.check_surviving_stairs(lambda sigma: (0,) if float(sigma(torch.tensor(2.0))) == 2.0 else (0, 1, 2))
+    with pytest.raises(ex.ExerciseFailed, match=r"gelu: expected the orders \(0, 1, 2\), got \(0, 1\)"):
+        ex.check_surviving_stairs(second_and_third_only)
+    table = {"identity": (0,), "quadratic": (0, 1)}  # the names of the book's four: a lookup table does not pass
+    with pytest.raises(ex.ExerciseFailed, match="not its name"):
+        ex.check_surviving_stairs(lambda activation: table[activation])
+
+
+def degree_counting(sigma):
+    """Stairs from the degree of sigma as a polynomial (non-polynomials: every stair), read off finite differences
+    on a grid (independent of the library)."""
+    values = sigma(torch.linspace(-1, 1, 9, dtype=torch.float64))
+    degree = max(m for m in range(9) if m == 0 or torch.diff(values, n=m).abs().max() > 1e-8)
+    return tuple(k for k in range(3) if degree >= k + 1)
+
+
+def second_and_third_only(sigma):
+    """A wrong rule: the stairs from the second and third derivatives at 0 alone (GELU's third one vanishes)."""
+    h = 1e-2
+    s = sigma(torch.tensor([-2 * h, -h, 0.0, h, 2 * h], dtype=torch.float64))
+    second = float(s[3] - 2 * s[2] + s[1]) / h ** 2
+    third = float(s[4] - 2 * s[3] + 2 * s[1] - s[0]) / (2 * h ** 3)
+    return (0,) + ((1,) if abs(second) > 1e-3 or abs(third) > 1e-3 else ()) + ((2,) if abs(third) > 1e-3 else ())
 
 
 def test_chapter5_checks_accept_right_and_explain_wrong_answers():

@@ -38,19 +38,42 @@ def check_half_rise_time(half_rise_time: Callable) -> None:
         _fail("ex-4.1", f"a curve that never rises by 0.1 has no stair (return None), got {got}")
 
 
+def _quadratic(a: torch.Tensor) -> torch.Tensor:
+    return a + 0.5 * a * a
+
+
+# Each activation the check hands over (the book's four, then three it does not name), its stairs by degree counting
+# (the order-k stair needs a nonzero derivative of order k + 1 or higher at 0: a polynomial of degree d stops at
+# order d - 1) and the hint for a wrong answer.
+_SURVIVING = [
+    ("identity", lambda a: a, (0,), "a linear activation has no derivative beyond the first: no interaction term"),
+    ("gelu", torch.nn.functional.gelu, (0, 1, 2),
+     "sigma''(0) is not zero, and GELU is no polynomial: every higher derivative can carry a term"),
+    ("tanh", torch.tanh, (0, 1, 2), "tanh has sigma''(0) = 0, but a higher derivative couples pairs and triples"),
+    ("quadratic a + a^2/2", _quadratic, (0, 1),
+     "a degree-2 polynomial makes the logits a degree-2 function of the tokens: pairs, never a pure triple"),
+    ("silu", torch.nn.functional.silu, (0, 1, 2), "look at every derivative at 0 beyond the first, not only two"),
+    ("2a + a^2", lambda a: 2 * a + a * a, (0, 1), "a polynomial of degree 2, whatever its coefficients"),
+    ("a + a^3/6", lambda a: a + a ** 3 / 6, (0, 1, 2),
+     "its second derivative at 0 vanishes, its third does not: the pair term appears one order later, with the "
+     "triple"),
+]
+
+
 @_exercise("ex-4.2", "Which stairs survive?", function="surviving_stairs", difficulty=2, minutes=15)
 def check_surviving_stairs(surviving_stairs: Callable) -> None:
-    """Check ``surviving_stairs(activation) -> tuple of orders`` against degree counting."""
-    expected = {"identity": (0,), "gelu": (0, 1, 2), "tanh": (0, 1, 2), "quadratic": (0, 1)}
-    hints = {"identity": "a linear activation has no derivative beyond the first: no interaction term exists",
-             "tanh": "tanh has sigma''(0) = 0, but sigma'''(0) = -2 couples pairs and triples together",
-             "quadratic": "a + a^2/2 makes the logits a degree-2 polynomial of the tokens: pairs, but never a "
-                          "pure triple",
-             "gelu": "sigma''(0) is not zero"}
-    for activation, answer in expected.items():
-        got = surviving_stairs(activation)
+    """Check ``surviving_stairs(activation) -> tuple of orders`` (``activation``: the function sigma itself, a
+    callable on tensors) against degree counting, on the book's four activations and on three it does not name,
+    so that a table of names cannot pass."""
+    for name, activation, answer, hint in _SURVIVING:
+        try:
+            got = surviving_stairs(activation)
+        except (KeyError, TypeError, AttributeError) as error:
+            _fail("ex-4.2", f"{name}: your function raised {type(error).__name__}: {error}. `activation` is the "
+                            "activation function itself (a callable on tensors), not its name: compute what degree "
+                            "counting needs from it")
         if tuple(sorted(got or ())) != answer:
-            _fail("ex-4.2", f"{activation}: got {got}. Hint: {hints[activation]}")
+            _fail("ex-4.2", f"{name}: expected the orders {answer}, got {got}. Hint: {hint}")
 
 
 def _ref_plateau_loss(strength, attribute_size):
