@@ -99,3 +99,11 @@ def _close_figures():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def claims_hold(experiment, *names: str) -> None:
+    """Assert that ``experiment`` (a page's ``Experiment``) returns exactly the claims ``names``, so that a claim
+    dropped or renamed in the page fails its test instead of vanishing from the book, and that each holds."""
+    assert sorted(experiment.claims) == sorted(names), (
+        f"the experiment returns the claims {sorted(experiment.claims)}, the test pins {sorted(names)}")
+    assert all(experiment.claims.values()), experiment.claims

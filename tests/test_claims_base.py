@@ -107,3 +107,15 @@ def test_fit_line_has_one_home_and_its_old_paths_warn():
             assert module.fit_line is metrics.fit_line
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         importlib.import_module("staircase_lib.claims.base").no_such_name
+
+
+def test_a_page_test_fails_when_its_experiment_drops_a_claim():
+    from types import SimpleNamespace
+
+    from conftest import claims_hold
+
+    claims_hold(SimpleNamespace(claims={"a": True, "b": True}), "b", "a")
+    with pytest.raises(AssertionError, match=r"returns the claims \['a'\], the test pins \['a', 'b'\]"):
+        claims_hold(SimpleNamespace(claims={"a": True}), "a", "b")
+    with pytest.raises(AssertionError):
+        claims_hold(SimpleNamespace(claims={"a": True, "b": False}), "a", "b")

@@ -13,6 +13,7 @@ import torch  # noqa: E402
 import staircase_lib as sl  # noqa: E402
 from staircase_lib.exercises import ExerciseFailed  # noqa: E402
 from staircase_lib.pages import ch2  # noqa: E402
+from conftest import claims_hold
 
 S = torch.tensor(ch2.SINGULAR_VALUES, dtype=torch.float64)
 
@@ -27,7 +28,7 @@ def sim():
 
 def test_the_first_run_holds_its_claims_and_rests_on_each_level(sim):
     assert set(sim.claims) == {"closed form, aligned", "strongest first, aligned"}
-    assert all(sim.claims.values()), sim.claims
+    claims_hold(sim, 'closed form, aligned', 'strongest first, aligned')
     assert sim.levels == pytest.approx([7.0, 2.5, 0.5, 0.0])
     assert sim.rest > 1.0, "at u0 = 1e-12 the loss rests on 2.5 (a stair, not a shoulder)"
     assert sim.half.tolist() == sorted(sim.half.tolist())
@@ -45,7 +46,7 @@ def test_random_starts_split_at_one_threshold():
         singular_values=ch2.SINGULAR_VALUES, init="random", init_std=std, lr=1e-3, steps=10_000, record_every=20))
         for std in (1e-3, 1e-1)}
     rand = ch2.random_inits(runs)
-    assert all(rand.claims.values()), rand.claims
+    claims_hold(rand, 'closed form breaks, random large', 'closed form, random small', 'strongest first, random small')
     assert float(rand.errors[1e-1].argmax()) == 2, "the weakest mode misses most"
     swapped = ch2.random_inits({1e-3: runs[1e-1], 1e-1: runs[1e-3]})  # the control: the runs exchanged
     assert not swapped.claims["closed form, random small"]
@@ -57,12 +58,12 @@ def test_timing_and_depth_on_exact_times_and_on_the_other_depth():
     st_aligned = S * sl.theory.saxe_half_time(S, torch.tensor(u0_grid)[:, None])
     st_random = S * sl.theory.saxe_half_time(S, torch.tensor(eps_grid)[:, None] ** 2)
     law = ch2.timing_law(u0_grid, st_aligned, eps_grid, st_random)
-    assert all(law.claims.values()), law.claims
+    claims_hold(law, 'timing law, aligned', 'timing law, random')
     offset = float((law.st_aligned[:, 0] - law.st_aligned[:, 2]).mean())
     assert offset == pytest.approx(0.5 * float(torch.log(S[0] / S[2])), abs=1e-3), "offsets of 1/2 log s"
     st_three = S * sl.theory.mode_half_time(S, torch.tensor(u0_three)[:, None], 3)
     three = ch2.three_factors(u0_three, st_three, law)
-    assert all(three.claims.values()), three.claims
+    claims_hold(three, 'no power law, two factors', 'power law, three factors', 'strongest first, three factors')
     two_as_three = ch2.three_factors(u0_grid, st_aligned, law)  # the control: two-factor times
     assert not two_as_three.claims["power law, three factors"]
     assert ch2.order_ratio(three) >= 1.1

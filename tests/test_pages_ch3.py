@@ -9,6 +9,7 @@ import torch
 
 import staircase_lib as sl
 from staircase_lib.pages import ch3
+from conftest import claims_hold
 
 matplotlib.use("Agg")
 
@@ -22,7 +23,11 @@ def test_the_gradient_descent_recording_holds_the_corollaries_on_every_seed():
     gd = ch3.gradient_descent()
     assert len(gd.runs) >= 3 and [r.seed for r in gd.runs] == sorted(r.seed for r in gd.runs)
     assert gd.recorded.config["optimizer"] == "sgd"
-    assert all(gd.claims.values()), gd.claims
+    claims_hold(gd,
+                'GD: first stage aligns with K0', 'GD: signature subspace (seed 0)',
+                'GD: signature subspace (seed 1)', 'GD: signature subspace (seed 2)',
+                'GD: twins move together (seed 0)', 'GD: twins move together (seed 1)',
+                'GD: twins move together (seed 2)')
     seeds = {r.seed for r in gd.runs}
     assert {k for k in gd.claims if "twins" in k} == {f"GD: twins move together (seed {s})" for s in seeds}
     assert min(gd.shares) > 3 / 63 * 5, "far above a random subspace"
@@ -38,7 +43,7 @@ def test_the_subspace_share_of_a_random_displacement_fails_the_claim():
 def test_the_velocity_and_flat_calls_assert_what_they_are_given():
     v = torch.randn(64, 32, generator=torch.Generator().manual_seed(1))
     good = {(1.0, "gelu"): (v, v), (0.75, "gelu"): (v, v * 2), (0.25, "gelu"): (v, -v)}
-    assert all(ch3.velocity(good).claims.values())
+    claims_hold(ch3.velocity(good), 'fails at gamma 0.25', 'velocity, gamma 0.75', 'velocity, gamma 1')
     bad = {**good, (1.0, "gelu"): (v, torch.randn(64, 32))}
     assert not ch3.velocity(bad).claims["velocity, gamma 1"]
     assert ch3.flat_signatures(0.01, 1.0).claims["flat signatures"]
@@ -61,7 +66,7 @@ def _adam(task, steps):
 
 def test_what_adam_shows_holds_on_the_pages_run_and_not_untrained(task):
     adam = ch3.adam_stage(_adam(task, 800), task)
-    assert all(adam.claims.values()), adam.claims
+    claims_hold(adam, 'Adam: signature subspace', 'Adam: stage 0 aligns with K0', 'Adam: twins move together')
     untrained = ch3.adam_stage(_adam(task, 2), task)
     assert not untrained.claims["Adam: stage 0 aligns with K0"]
     assert ch3.scratch(adam.curves["order 0"], adam.curves["order 0"]).claims["from scratch"]
@@ -102,7 +107,7 @@ def _bridge(task, gd_steps):
 
 def test_the_bridge_holds_and_its_half_rise_heuristic_has_the_vc_factor(task):
     bridge = ch3.bridge(*_bridge(task, 160))
-    assert all(bridge.claims.values()), bridge.claims
+    claims_hold(bridge, 'bridge: Saxe', 'bridge: top modes')
     measured = bridge.claims["bridge: Saxe"].numbers["measured"]
     # log(VC s / u(0)) / (2 s): the same order as the measured half-rise times (not 100 times smaller)
     assert all(0.5 < float(h) / m < 2 for h, m in zip(bridge.heuristic, measured))

@@ -7,6 +7,7 @@ import torch
 
 import staircase_lib as sl
 from staircase_lib.pages import ch5
+from conftest import claims_hold
 
 
 @pytest.fixture(scope="module")
@@ -16,17 +17,20 @@ def page():
 
 def test_the_staircase_page_holds_its_claims_on_the_recording(page):
     assert set(page.claims) == {f"entropy drop, seed {k}" for k in range(3)}
-    assert all(page.claims.values()), page.claims
+    claims_hold(page, 'entropy drop, seed 0', 'entropy drop, seed 1', 'entropy drop, seed 2')
     assert [r.seed for r in page.runs] == list(range(6))
     assert [r.task for r in page.runs] == ["reversed"] * 3 + ["forward"] * 3
     assert page.task.reverse and not page.forward_task.reverse
     assert page.task.strengths == page.forward_task.strengths == tuple(sl.recordings.ch5.STRENGTHS)
 
 
-@pytest.mark.parametrize("experiment", ["pair_stair", "saturation_trap"])
-def test_each_recorded_experiment_holds_its_claims(page, experiment):
+@pytest.mark.parametrize("experiment,claims", [
+    ("pair_stair", ("value path before query-key, at the pair stair",)),
+    ("saturation_trap", ("forward pair stair stalls", "saturation trap", "trap control: partner at the readout")),
+])
+def test_each_recorded_experiment_holds_its_claims(page, experiment, claims):
     result = getattr(ch5, experiment)(page)
-    assert result.claims and all(result.claims.values()), result.claims
+    claims_hold(result, *claims)
 
 
 def test_the_trap_control_sits_on_level_2_of_its_own_evaluation_batches(page):
@@ -61,7 +65,7 @@ def test_the_velocity_experiment_holds_its_claims(page):
     on_null = sl.theory.autograd_embedding_velocity(model, null)
     mean_pool = sl.theory.attention_embedding_velocity(model, page.forward_task, terms=("mean_pool",))
     velocity = ch5.velocity(page, on_task, on_null, mean_pool)
-    assert all(velocity.claims.values()), velocity.claims
+    claims_hold(velocity, 'direct velocity', 'label-driven = mean pool')
     assert not ch5.velocity(page, on_task, on_null, -mean_pool).claims["label-driven = mean pool"]
 
 
