@@ -119,6 +119,10 @@ def test_bigram_first_fails_on_a_bigram_moved_later_or_rising_too_little():
         assert not claim, (factor, claim)
     low = dict(TEXT_CURVES, bigram=_text_sigmoid(180, 0.13, 0.31))  # 0.18 above chance, still the highest
     assert not ch8.bigram_first_and_highest(TEXT_STEPS, low, CHANCE)
+    shadow = dict(TEXT_CURVES, skipgram2=TEXT_CURVES["skipgram2"] + _text_sigmoid(100, 0.0, 0.06))
+    assert ch8.bigram_first_and_highest(TEXT_STEPS, shadow, CHANCE)  # an early rise too small to be a rival
+    rival = dict(TEXT_CURVES, skipgram2=_text_sigmoid(100, 0.14, 0.30))  # a rival stair before the bigram's
+    assert not ch8.bigram_first_and_highest(TEXT_STEPS, rival, CHANCE)
     spike = dict(TEXT_CURVES, skipgram2=TEXT_CURVES["skipgram2"].clone())
     spike["skipgram2"][40] += 0.9  # one record: smoothed over three records it is still below the bigram
     assert ch8.bigram_first_and_highest(TEXT_STEPS, spike, CHANCE)

@@ -161,26 +161,29 @@ def _rise_time(steps: torch.Tensor, curve: torch.Tensor, chance: float, threshol
 
 def bigram_first_and_highest(steps: torch.Tensor, curves: Mapping[str, torch.Tensor],
                              chance: Mapping[str, float], lead: str = "bigram", threshold: float = 0.2,
-                             window: int = 3) -> Claim:
+                             window: int = 3, rival: float = 0.1) -> Claim:
     """The ``lead`` alignment takes its stair first and rises highest.
 
-    Rejects: a lead curve whose stair comes after another curve's stair (for example the lead moved later in
+    Rejects: a lead curve whose stair comes after a rival curve's stair (for example the lead moved later in
     time while the others keep their times), one that does not rise well above chance, and one that another
-    curve overtakes. Holds if the lead's stair time by the chapter's one rule (:func:`stair`) comes before every
-    other curve's (a censored curve, one that never rises by the rule's ``min_rise``, counts as later), its
-    peak above its own chance level (curves smoothed over ``window`` records) is at least ``threshold``, and
-    that peak is the highest of all. ``curves``: name -> Tensor[T] (CKA with each kernel); ``chance``: name ->
-    chance level."""
+    curve overtakes. Holds if the lead's peak above its own chance level (curves smoothed over ``window``
+    records) is at least ``threshold`` and the highest of all, and its stair time by the chapter's one rule
+    (:func:`stair`) comes before that of every rival: every other curve whose peak rises at least ``rival``
+    above its chance level (default half the threshold; a smaller rise is the lead's shadow on an overlapping
+    kernel, not a stair of its own). A rival censored by the rule counts as later. ``curves``: name ->
+    Tensor[T] (CKA with each kernel); ``chance``: name -> chance level."""
     if lead not in curves or set(curves) - set(chance):
         raise ValueError(f"curves must hold {lead!r} and chance a level for every curve, got {sorted(curves)} "
                          f"and {sorted(chance)}")
     times = {name: stair(steps, c.double()) for name, c in curves.items()}
     peak = {name: float(smooth(c.double(), window).max()) - chance[name] for name, c in curves.items()}
     others = [n for n in curves if n != lead]
-    first = times[lead] is not None and all(times[n] is None or times[n] > times[lead] for n in others)
+    rivals = [n for n in others if peak[n] >= rival]
+    first = times[lead] is not None and all(times[n] is None or times[n] > times[lead] for n in rivals)
     highest = peak[lead] >= threshold and all(peak[lead] > peak[n] for n in others)
-    return Claim(f"{lead}'s stair (one rule) before every other kernel's, its peak >= {threshold:g} above chance "
-                 "and the highest", first and highest, {"stair": times, "peak_above_chance": peak})
+    return Claim(f"{lead}'s stair (one rule) before every rival's (peak >= {rival:g} above chance), its peak >= "
+                 f"{threshold:g} above chance and the highest", first and highest,
+                 {"stair": times, "peak_above_chance": peak, "rivals": rivals})
 
 
 def attention_uniform_through(steps: torch.Tensor, entropy: torch.Tensor, stair: float | None,
