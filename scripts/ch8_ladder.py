@@ -19,6 +19,14 @@ which runs, in this order,
         --out staircase_lib/data/ch8_real_text_gpt2_gamma.json
     python scripts/ch8_real_text.py --seeds 2 --steps 8000 --device cpu \\
         --out staircase_lib/data/ch8_ladder_corpus.json
+
+and, with ``long`` (``python scripts/ch8_ladder.py long``: about 40 minutes), the trigram chain and the corpus
+continued to 24,000 steps, seeds 0-1 (does the order-1 curve level off or take its stair?):
+
+    python scripts/ch8_real_text.py --text trigram_chain --seeds 2 --steps 24000 --device cpu \\
+        --out staircase_lib/data/ch8_ladder_trigram_long.json
+    python scripts/ch8_real_text.py --seeds 2 --steps 24000 --device cpu \\
+        --out staircase_lib/data/ch8_ladder_corpus_long.json
 """
 from __future__ import annotations
 
@@ -38,8 +46,14 @@ RUNS = [
     ["--seeds", "2", "--steps", "8000", "--out", str(DATA / "ch8_ladder_corpus.json")],
 ]
 
+LONG = [
+    ["--text", "trigram_chain", "--seeds", "2", "--steps", "24000",
+     "--out", str(DATA / "ch8_ladder_trigram_long.json")],
+    ["--seeds", "2", "--steps", "24000", "--out", str(DATA / "ch8_ladder_corpus_long.json")],
+]
+
 if __name__ == "__main__":
-    for argv in RUNS:
+    for argv in LONG if sys.argv[1:] == ["long"] else RUNS:
         start = time.time()
         result = ch8_real_text.main([*argv, "--device", "cpu"])
         print(argv[-1], f"{time.time() - start:.0f} s; levels {result['levels']}", flush=True)
