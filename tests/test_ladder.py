@@ -56,6 +56,7 @@ def test_the_recorder_trains_on_a_chain_and_refuses_what_a_chain_cannot_measure(
                                          words=20, records_per_decade=2)
     assert result["config"]["text"] == "bigram_chain"
     assert result["levels"]["bigram"] == result["levels"]["trigram"] and "floor" in result["levels"]
+    assert set(result["signal"]) == set(sl.recordings.ch8.TEXTS)
     with pytest.raises(ValueError, match="text"):
         sl.recordings.ch8.real_text(seeds=1, steps=3, text="poetry")
     with pytest.raises(ValueError, match="predictions"):
@@ -65,7 +66,7 @@ def test_the_recorder_trains_on_a_chain_and_refuses_what_a_chain_cannot_measure(
 def test_the_recorded_signal_of_each_text():
     """Counted on a sample as long as the corpus, the bigram chain's pure pair kernel is counting noise: smaller
     next to its bigram kernel than the trigram chain's and the corpus's."""
-    texts = sl.results.load("ch8_ladder_signal")["texts"]
+    texts = sl.results.load("ch8_ladder_trigram")["signal"]
     assert texts["bigram_chain"]["information"] == 0
     ratio = {k: v["pair_over_bigram"] for k, v in texts.items()}
     assert ratio["bigram_chain"] < 0.6 * min(ratio["trigram_chain"], ratio["corpus"]), ratio

@@ -157,6 +157,8 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
     for (g, s), gpt, run in zip(members, gpts, runs):  # a GPT-2 initialization's gamma: its place on the axis
         out["runs"].append({"gamma": g if init_std is None else round(gpt.gamma, 4), "seed": s, "tied": tied,
                             **measure(corpus, run, frequent, kernels, seq_len)})
+    if chain is not None:  # the pure order-1 signal of every text of the ladder, measured on the texts alone
+        out["signal"] = ladder_signal(corpus, words=words, seq_len=seq_len)
     if keep_embeddings:
         out["embeddings"] = {"step": runs[0].steps, "words": frequent, "members": members,
                              "embeddings": [run.embeddings[:, frequent].clone() for run in runs]}
@@ -164,28 +166,26 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
     return out
 
 
-def ladder_signal(*, vocab_size: int = 512, words: int = 150, seq_len: int = 16, seed: int = 0,
-                  streams: int = 64) -> dict:
+def ladder_signal(corpus: corpora.TextCorpus | None = None, *, words: int = 150, seq_len: int = 16,
+                  seed: int = 0, streams: int = 64) -> dict:
     """The pure order-1 signal each text of the control ladder carries, measured on the text alone (no
-    training): for the corpus and for a sample of its counted bigram and trigram chains (``TextCorpus.chain``,
-    as long as the corpus's training stream, in ``streams`` stationary pieces, generator seed ``seed``), the
-    Frobenius norms of the pair kernel (built from the pure pair part ``pair_residual``) and of the bigram
-    kernel over the ``words`` most frequent words, both counted on that text the same way, and their ratio
-    (``pair_over_bigram``: the size of the order-1 drive next to the order-0 one); and the information the
-    earlier word adds about the next beyond the last one (``bigram - trigram`` level: exact for the chains,
-    the counted held-out levels for the corpus). Also each chain's exact levels and the part of the trigram
-    chain's gap that comes from contexts seen fewer than 5 times (``sparse_share``)."""
-    corpus = corpora.TextCorpus.from_python_docs(vocab_size)
+    training): for the corpus (default: ``TextCorpus.from_python_docs()``) and for a sample of its counted bigram
+    and trigram chains (``TextCorpus.chain``, as long as the corpus's training stream, in ``streams`` stationary
+    pieces, generator seed ``seed``), the Frobenius norms of the pair kernel (built from the pure pair part
+    ``pair_residual``) and of the bigram kernel over the ``words`` most frequent words, both counted on that
+    text the same way, and their ratio (``pair_over_bigram``: the size of the order-1 drive next to the order-0
+    one); and the information the earlier word adds about the next beyond the last one (``bigram - trigram``
+    level: exact for the chains, the counted held-out levels for the corpus). :func:`real_text` stores it with
+    every chain run (``"signal"``): text name -> these numbers."""
+    corpus = corpora.TextCorpus.from_python_docs() if corpus is None else corpus
     frequent = corpus.frequent_words(words)
-    out = {"config": dict(vocab_size=vocab_size, words=words, seq_len=seq_len, seed=seed, streams=streams),
-           "texts": {}}
+    out = {}
     generator = torch.Generator().manual_seed(seed)
     for text, order in TEXTS.items():
         source = corpus
         if order:
             chain = corpus.chain(order)
-            length = len(corpus.tokens) // streams
-            sample = chain.sample(streams, length, generator).flatten()
+            sample = chain.sample(streams, len(corpus.tokens) // streams, generator).flatten()
             source = object.__new__(corpora.TextCorpus)
             source.__dict__.update(corpus.__dict__)
             source.tokens, source._skipgrams, source._levels = sample, {}, None
@@ -194,8 +194,7 @@ def ladder_signal(*, vocab_size: int = 512, words: int = 150, seq_len: int = 16,
             levels = corpus.ngram_levels()
         pair = source.signature_kernel("pair", frequent, seq_len)
         bigram = source.signature_kernel("bigram", frequent, seq_len)
-        out["texts"][text] = {"pair_norm": float(pair.norm()), "bigram_norm": float(bigram.norm()),
-                              "pair_over_bigram": float(pair.norm() / bigram.norm()),
-                              "information": levels["bigram"] - levels["trigram"],
-                              "levels": {k: round(v, 4) for k, v in levels.items()}}
+        out[text] = {"pair_norm": round(float(pair.norm()), 6), "bigram_norm": round(float(bigram.norm()), 6),
+                     "pair_over_bigram": round(float(pair.norm() / bigram.norm()), 4),
+                     "information": round(levels["bigram"] - levels["trigram"], 4)}
     return out
