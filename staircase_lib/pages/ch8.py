@@ -482,7 +482,7 @@ def ladder(recorded, gpt2_gamma=None) -> Experiment:
                                        getattr(r, f"cka_{ORDER1}")[steps <= EQUAL_STEPS[-1]],
                                        result.chance[ORDER1], bigram),
                 end_equal=ch8._end(getattr(r, f"cka_{ORDER1}")[steps <= EQUAL_STEPS[-1]]) - result.chance[ORDER1],
-                loss=ch8._end(r.heldout_loss)))
+                loss=float(r.heldout_loss[-1])))
         return rows
     unused = tuple(s for s in range(8) if s not in PAGE_SEEDS)
     reads = {name: read(result, PAGE_SEEDS) for name, result in texts.items()}
@@ -523,7 +523,7 @@ def ladder(recorded, gpt2_gamma=None) -> Experiment:
         rows = reads[name]
         glue(f"ch8_ladder_{key}_end", max(x.end for x in rows), "{:+.2f}")
         glue(f"ch8_ladder_{key}_stairs", _times([x.order1 for x in rows]), "{}")
-        glue(f"ch8_ladder_{key}_bigram", _times([x.bigram for x in rows]), "{}")
+        glue(f"ch8_ladder_{key}_bigram_stair", _times([x.bigram for x in rows]), "{}")
         glue(f"ch8_ladder_{key}_order1_k", ch8.in_every_run([x.stairs for x in rows], key).numbers["holds_in"], "{}")
         glue(f"ch8_ladder_{key}_equal_k", ch8.in_every_run([x.equal for x in rows], key).numbers["holds_in"], "{}")
         glue(f"ch8_ladder_{key}_end_equal", max(x.end_equal for x in rows), "{:+.2f}")
