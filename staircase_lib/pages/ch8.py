@@ -445,7 +445,18 @@ kernels (``pair_residual`` vanishes for a first-order chain; the lag-2 curve doe
 evidence)."""
 
 
-def ladder(recorded, gpt2_gamma=None) -> Experiment:
+def _gain(result, seeds, since: int) -> list[float]:
+    """How much each run's order-1 curve (``ORDER1``) gains from step ``since`` to its end (each point the
+    median of the last tenth of the records up to it)."""
+    out = []
+    for r in result.runs:
+        if r.seed in seeds:
+            curve = getattr(r, f"cka_{ORDER1}")
+            out.append(ch8._end(curve) - ch8._end(curve[result.steps <= since]))
+    return out
+
+
+def ladder(recorded, gpt2_gamma=None, longer=None) -> Experiment:
     """The control ladder: the chapter's gamma = 1 recipe on text sampled afresh from the corpus's counted bigram
     chain and trigram chain (:data:`LADDER`) and on the corpus itself (``recorded``: ``ch8_real_text``, seeds
     0-4, 4000 steps), every alignment on the corpus's kernels. Thresholds set before the runs: the chapter's
@@ -453,7 +464,9 @@ def ladder(recorded, gpt2_gamma=None) -> Experiment:
     beyond its ``min_rise``; the trigram chain's loss leaves its bigram level by a quarter of the gap to its
     floor (Chapter 4's rule for leaving a level). ``signal``: the pure order-1 signal each text carries
     (recorded with the chain runs, ``recordings.ch8.ladder_signal``). ``gpt2_gamma``: the recipe at GPT-2
-    small's gamma (``ch8_real_text_gpt2_gamma``), read with the chapter's rest and order predicates. Claims
+    small's gamma (``ch8_real_text_gpt2_gamma``), read with the chapter's rest and order predicates.
+    ``longer``: the corpus's runs continued to 8000 steps (``ch8_ladder_corpus``), whose gain from step 4000 is
+    glued beside the chains'. Claims
     (page seeds; the unused seed 3 of the chains is glued as k of n): the trigram chain's order-1 stair after
     the bigram stair and its null (the bigram chain's curve takes none). Reported as k of n, not asserted:
     whether the bigram chain's curve stays at chance (the prediction set before the runs; it rises with the
@@ -549,6 +562,17 @@ def ladder(recorded, gpt2_gamma=None) -> Experiment:
     glue("ch8_ladder_chance", float(chance[ORDER1]), "{:+.3f}")
     glue("ch8_ladder_steps", int(texts["trigram_chain"].steps[-1]), "{:,}")
     glue("ch8_ladder_left", left, "{:.2f}")
+    # from step 4000 (the real-text runs' length) to 8000: the trigram chain's page seeds, and the corpus
+    # continued to 8000 steps (``longer``: ch8_ladder_corpus, seeds 0-1)
+    glue("ch8_ladder_tri_gain", ", ".join(f"{g:+.3f}" for g in _gain(texts["trigram_chain"], PAGE_SEEDS,
+                                                                        EQUAL_STEPS[-1])), "{}")
+    glue("ch8_ladder_bi_gain", ", ".join(f"{g:+.3f}" for g in _gain(texts["bigram_chain"], PAGE_SEEDS,
+                                                                       EQUAL_STEPS[-1])), "{}")
+    if longer is not None:
+        glue("ch8_ladder_real_gain", ", ".join(f"{g:+.3f}" for g in _gain(longer, PAGE_SEEDS, EQUAL_STEPS[-1])),
+             "{}")
+        glue("ch8_ladder_real_long_loss", ", ".join(f"{float(r.heldout_loss[-1]):.2f}" for r in longer.runs), "{}")
+        out["longer"] = longer
     if gpt2_gamma is not None:
         gr = gpt2_gamma
         rest = [ch8.rests_on_level(gr.steps, r.heldout_loss, float(gr.levels["unigram"])) for r in gr.runs]
