@@ -456,7 +456,7 @@ def _gain(result, seeds, since: int) -> list[float]:
     return out
 
 
-def ladder(recorded, gpt2_gamma=None, longer=None) -> Experiment:
+def ladder(recorded, gpt2_gamma=None, longer=None, long_runs=None) -> Experiment:
     """The control ladder: the chapter's gamma = 1 recipe on text sampled afresh from the corpus's counted bigram
     chain and trigram chain (:data:`LADDER`) and on the corpus itself (``recorded``: ``ch8_real_text``, seeds
     0-4, 4000 steps), every alignment on the corpus's kernels. Thresholds set before the runs: the chapter's
@@ -466,7 +466,8 @@ def ladder(recorded, gpt2_gamma=None, longer=None) -> Experiment:
     (recorded with the chain runs, ``recordings.ch8.ladder_signal``). ``gpt2_gamma``: the recipe at GPT-2
     small's gamma (``ch8_real_text_gpt2_gamma``), read with the chapter's rest and order predicates.
     ``longer``: the corpus's runs continued to 8000 steps (``ch8_ladder_corpus``), whose gain from step 4000 is
-    glued beside the chains'. Claims
+    glued beside the chains'. ``long_runs``: text name -> its runs continued to 24,000 steps
+    (``ch8_ladder_trigram_long``, ``ch8_ladder_corpus_long``), their order-1 ends, gains and losses glued. Claims
     (page seeds; the unused seed 3 of the chains is glued as k of n): the trigram chain's order-1 stair after
     the bigram stair and its null (the bigram chain's curve takes none). Reported as k of n, not asserted:
     whether the bigram chain's curve stays at chance (the prediction set before the runs; it rises with the
@@ -573,6 +574,17 @@ def ladder(recorded, gpt2_gamma=None, longer=None) -> Experiment:
              "{}")
         glue("ch8_ladder_real_long_loss", ", ".join(f"{float(r.heldout_loss[-1]):.2f}" for r in longer.runs), "{}")
         out["longer"] = longer
+    # the 24,000-step continuations (``long_runs``: text name -> result, seeds 0-1): the order-1 curve's end and
+    # its gain from step 8000, and the loss against the text's bigram level
+    for name, result in (long_runs or {}).items():
+        key = {"trigram_chain": "tri", "corpus": "real"}[name]
+        curves = [getattr(r, f"cka_{ORDER1}") for r in result.runs]
+        glue(f"ch8_long_{key}_end", ", ".join(f"{ch8._end(c) - result.chance[ORDER1]:+.3f}" for c in curves), "{}")
+        glue(f"ch8_long_{key}_gain", ", ".join(f"{g:+.3f}" for g in _gain(result, PAGE_SEEDS, 8000)), "{}")
+        glue(f"ch8_long_{key}_loss", ", ".join(f"{float(r.heldout_loss[-1]):.2f}" for r in result.runs), "{}")
+        glue(f"ch8_long_{key}_steps", int(result.steps[-1]), "{:,}")
+    if long_runs:
+        out["long_runs"] = long_runs
     if gpt2_gamma is not None:
         gr = gpt2_gamma
         rest = [ch8.rests_on_level(gr.steps, r.heldout_loss, float(gr.levels["unigram"])) for r in gr.runs]
