@@ -207,7 +207,7 @@ def test_the_bigram_and_plateau_claims_fail_on_a_shuffled_corpus():
     order0 = {k: curves[k] for k in CHANCE}
     claim = ch8.bigram_first_and_highest(run.steps, order0, chance)
     assert not claim, claim
-    assert claim.numbers["rise"]["bigram"] is None  # the bigram alignment never leaves its chance level
+    assert claim.numbers["peak_above_chance"]["bigram"] < 0.2  # the bigram alignment stays near its chance level
     assert not ch8.plateau_on_unigram(run.steps, run.loss, unigram)  # it rests on the unigram and stays there
 
 
