@@ -227,8 +227,8 @@ def initialization(recorded, large, page: Experiment) -> Experiment:
     for g, key in ((1.0, "one"), (0.5, "half"), (0.25, "quarter")):
         glue(f"ch8_lag2_time_{key}", _times(lag2[g]), "{}")
         glue(f"ch8_stair_time_{key}", _times(stairs[g]), "{}")
-    glue("ch8_grow_small", "hold" if grow_small else "do not hold", "{}")
-    glue("ch8_grow_all", "hold" if grow_all else "do not hold", "{}")
+    glue("ch8_grow_small", "holds" if grow_small else "fails", "{}")
+    glue("ch8_grow_all", "holds" if grow_all else "fails", "{}")
     glue("ch8_grow_bigram", "rises" if grow_bigram else "does not rise", "{}")
     claims = {
         "no 4.5x plateau at gamma 0.5, 0.25 (recorded)": no_plateau,
