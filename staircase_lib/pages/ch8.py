@@ -583,6 +583,7 @@ def ladder(recorded, gpt2_gamma=None, longer=None, long_runs=None) -> Experiment
         glue(f"ch8_long_{key}_gain", ", ".join(f"{g:+.3f}" for g in _gain(result, PAGE_SEEDS, 8000)), "{}")
         glue(f"ch8_long_{key}_loss", ", ".join(f"{float(r.heldout_loss[-1]):.2f}" for r in result.runs), "{}")
         glue(f"ch8_long_{key}_steps", int(result.steps[-1]), "{:,}")
+        glue(f"ch8_long_{key}_train", ", ".join(f"{float(r.loss[-1]):.2f}" for r in result.runs), "{}")
     if long_runs:
         out["long_runs"] = long_runs
     if gpt2_gamma is not None:
