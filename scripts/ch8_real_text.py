@@ -103,6 +103,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="word-level tokens (with <unk>) or a byte-pair encoding trained on the corpus")
     p.add_argument("--variant", type=int, default=None,
                    help="train on a corpus changed the way another Python's would be, with this seed")
+    p.add_argument("--text", choices=list(sl.recordings.ch8.TEXTS), default="corpus",
+                   help="train on the corpus or on its counted bigram / trigram chain (sampled afresh every batch)")
     p.add_argument("--gpt2", action="store_true",
                    help="GPT-2's recipe: pre-LayerNorm, tied embeddings, init std 0.02 (residual outputs / "
                         "sqrt(2 layers)), AdamW (weight decay 0.1 on weights, betas 0.9 0.95), 100 warmup steps, "

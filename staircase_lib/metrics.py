@@ -193,19 +193,27 @@ def smooth(curve: torch.Tensor, window: int = 1) -> torch.Tensor:
 
 
 def stair_time(steps: torch.Tensor, curve: torch.Tensor, window: int = 1, min_rise: float = 0.1,
-               interpolate: bool = False) -> int | float | None:
+               interpolate: bool = False, after: float | None = None) -> int | float | None:
     """Half-rise time of a curve (Chapter 4), or ``None`` if it never rises by ``min_rise``.
 
     After smoothing, ``m_max`` is the curve's maximum and ``m_min`` its minimum before that peak; the
     stair time is the first step after that minimum where the curve reaches ``(m_min + m_max) / 2``
     (:func:`crossing_time`; with ``interpolate=True`` interpolated between records, a ``float``, so a
-    timing law is not read off the grid of recorded steps).
+    timing law is not read off the grid of recorded steps). With ``after`` (a step; default None: the whole
+    run) only the records from step ``after`` on are read (smoothed after the cut): the time of a later stair
+    that starts from where the stair below it left the curve; fewer than 2 such records give None.
     """
     if not isinstance(steps, torch.Tensor) or not isinstance(curve, torch.Tensor):
         raise TypeError("steps and curve must be tensors of shape [T]")
     if steps.dim() != 1 or curve.shape != steps.shape or len(steps) == 0:
         raise ValueError(f"steps and curve must be 1-D of equal length, got {tuple(steps.shape)}, {tuple(curve.shape)}")
     min_rise = check_finite_float("min_rise", min_rise, minimum=0.0)
+    if after is not None:
+        after = check_finite_float("after", float(after) if isinstance(after, torch.Tensor) else after)
+        keep = steps >= after
+        if int(keep.sum()) < 2:
+            return None
+        steps, curve = steps[keep], curve[keep]
     values = smooth(curve.double(), window)
     peak = int(torch.argmax(values))
     low = int(torch.argmin(values[: peak + 1]))

@@ -36,7 +36,7 @@ from .cache import default_directory
 from .metrics import alignment_curve, partial_alignment_curve
 from .tasks.next_token import NextTokenSequences, NextTokenWindows
 
-__all__ = ["TextCorpus", "TOKENIZERS", "PARTIAL_CONTROLS"]
+__all__ = ["TextCorpus", "TOKENIZERS", "PARTIAL_CONTROLS", "NgramChain", "ChainSequences"]
 
 UNK = "<unk>"
 TOKENIZERS = ("word", "bpe")
@@ -486,6 +486,11 @@ class TextCorpus:
                              f"[{int(words.min())}, {int(words.max())}]")
         return words
 
+    def chain(self, order: int) -> "NgramChain":
+        """The Markov chain of order ``order`` (1: bigram, 2: trigram) counted on the training stream
+        (:class:`NgramChain`): text with this corpus's n-gram statistics and nothing else."""
+        return NgramChain(self, order)
+
     # ----- training tasks -------------------------------------------------------------------
     def windows(self, window: int = 6):
         """Next-token task for a window model on the training stream (as :meth:`TinyCorpus.windows`):
@@ -555,3 +560,220 @@ def _heldout_levels(train: torch.Tensor, test: torch.Tensor, V: int) -> dict[str
         levels[name] = float(-p.log().mean())
     return levels
 
+
+
+class NgramChain:
+    """A Markov chain counted on a corpus's training stream, to sample text that holds exactly the corpus's
+    bigram (``order=1``) or trigram (``order=2``) statistics and nothing else: the control texts of Chapter 8's
+    ladder. Build it with :meth:`TextCorpus.chain`.
+
+    ``order=1``: ``P(y | b)`` is the counted bigram (:meth:`TextCorpus.bigram`, no smoothing; a word never seen
+    starting a pair continues with the unigram). ``order=2``: ``P(y | a, b)`` is the counted trigram interpolated
+    with that bigram the Witten-Bell way (as :meth:`TextCorpus.ngram_levels`): a context ``(a, b)`` seen ``c``
+    times with ``u`` distinct next words gives the bigram ``P(y | b)`` the weight ``u / (c + u)``, so a context
+    seen once keeps only half its one continuation and an unseen one is the bigram. Sequences start from the
+    chain's stationary distribution, so every position of a sample is stationary.
+
+    :meth:`sequences` is a training task that samples the chain afresh for every batch (an endless stream: a
+    model can learn the chain's statistics, never a particular sample); :meth:`levels` are the chain's exact
+    entropies, computed from its tables.
+    """
+
+    def __init__(self, corpus: "TextCorpus", order: int):
+        if order not in (1, 2):
+            raise ValueError(f"order must be 1 (bigram chain) or 2 (trigram chain), got {order!r}")
+        self.order, self.vocab_size = order, corpus.vocab_size
+        self.source = f"{corpus.source}: counted {'bigram' if order == 1 else 'trigram'} chain"
+        V = self.vocab_size
+        self.bigram = corpus.bigram()  # [V, V] float64, rows sum to 1
+        self._bigram_cdf = self.bigram.cumsum(1)
+        if order == 1:
+            self._pi = _stationary(lambda p: p @ self.bigram, corpus.unigram())
+            self._start_cdf = self._pi.cumsum(0)
+            return
+        train = corpus.tokens
+        grams = torch.sort((train[:-2] * V + train[1:-1]) * V + train[2:]).values  # sorted trigram ids
+        contexts, counts = torch.unique(grams // V, return_counts=True)
+        types = torch.unique(grams)
+        distinct = torch.bincount(torch.searchsorted(contexts, types // V), minlength=len(contexts))
+        self._grams, self._contexts = grams, contexts  # every trigram of the stream; its distinct contexts
+        self._count, self._distinct = counts, distinct
+        self._offset = torch.cumsum(counts, 0) - counts  # where each context's trigrams start in _grams
+        self._keep = counts.double() / (counts + distinct).double()  # weight of the counted trigram
+        types_weight = torch.unique(grams, return_counts=True)[1].double()
+        self._types = types
+        self._type_share = types_weight / (counts + distinct)[torch.searchsorted(contexts, types // V)].double()
+
+        def step(p: torch.Tensor) -> torch.Tensor:  # p: [V * V] over (a, b) -> over (b, y)
+            flat = p.view(-1)
+            mass = flat[contexts]
+            out = torch.zeros(V * V, dtype=torch.float64)
+            out.index_add_(0, types % (V * V), mass[torch.searchsorted(contexts, types // V)] * self._type_share)
+            backoff = flat.clone()
+            backoff[contexts] = mass * (1 - self._keep)
+            out += (backoff.view(V, V).sum(0)[:, None] * self.bigram).view(-1)
+            return out
+
+        pairs = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double()
+        self._pi = _stationary(step, pairs / pairs.sum())  # [V * V]: stationary law of (x_i, x_{i+1})
+        self._start_cdf = self._pi.cumsum(0)
+
+    def __repr__(self) -> str:
+        return f"NgramChain(order={self.order}, V={self.vocab_size})"
+
+    def stationary(self) -> torch.Tensor:
+        """The chain's stationary law: of one token (Tensor[V]) for ``order=1``, of a pair of consecutive tokens
+        (Tensor[V, V]) for ``order=2``."""
+        V = self.vocab_size
+        return self._pi.clone() if self.order == 1 else self._pi.view(V, V).clone()
+
+    def sample(self, n: int, length: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``n`` independent stationary samples of ``length`` tokens: LongTensor[n, length]."""
+        check_positive_int("n", n)
+        check_positive_int("length", length, minimum=2)
+        V = self.vocab_size
+
+        def uniform() -> torch.Tensor:
+            return torch.rand(n, generator=generator, dtype=torch.float64)
+
+        def draw(cdf: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+            return torch.searchsorted(cdf, u[..., None]).squeeze(-1).clamp_max(cdf.shape[-1] - 1)
+
+        first = draw(self._start_cdf, uniform())
+        if self.order == 1:
+            out = [first]
+        else:
+            out = [first // V, first % V]
+        while len(out) < length:
+            b = out[-1]
+            backoff = draw(self._bigram_cdf[b], uniform())
+            if self.order == 1:
+                out.append(backoff)
+                continue
+            context = out[-2] * V + b
+            slot = torch.searchsorted(self._contexts, context).clamp_max(len(self._contexts) - 1)
+            seen = self._contexts[slot] == context
+            keep = seen & (uniform() < torch.where(seen, self._keep[slot], torch.zeros((), dtype=torch.float64)))
+            pick = self._offset[slot] + (uniform() * self._count[slot]).long().clamp_max(self._count[slot] - 1)
+            out.append(torch.where(keep, self._grams[pick] % V, backoff))
+        return torch.stack(out, 1)
+
+    def next_log_probs(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``log P(x_{t+1} | x_t)`` (order 1) or ``log P(x_{t+1} | x_{t-1}, x_t)`` (order 2) of the chain at
+        every position of ``tokens`` (LongTensor[n, L]) that has its context: Tensor[n, L - order] (float64).
+        Their mean over stationary samples estimates :meth:`levels`' ``trigram`` (the entropy rate)."""
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long \
+                or tokens.shape[1] <= self.order:
+            raise TypeError(f"tokens must be a LongTensor[n, L] with L > {self.order}, got {tokens!r:.60}")
+        V = self.vocab_size
+        if self.order == 1:
+            return self.bigram[tokens[:, :-1], tokens[:, 1:]].log()
+        a, b, y = tokens[:, :-2], tokens[:, 1:-1], tokens[:, 2:]
+        context = a * V + b
+        slot = torch.searchsorted(self._contexts, context).clamp_max(len(self._contexts) - 1)
+        seen = self._contexts[slot] == context
+        gram = context * V + y
+        count = (torch.searchsorted(self._grams, gram, right=True) - torch.searchsorted(self._grams, gram)).double()
+        total = (self._count + self._distinct)[slot].double()
+        counted = torch.where(seen, count / total, torch.zeros((), dtype=torch.float64))
+        backoff = torch.where(seen, 1 - self._keep[slot], torch.ones((), dtype=torch.float64))
+        return (counted + backoff * self.bigram[b, y]).log()
+
+    def sequences(self, seq_len: int = 16) -> "ChainSequences":
+        """Next-token task for a causal model: fresh samples of the chain for every batch."""
+        return ChainSequences(self, seq_len)
+
+    def _rows(self, chunk: int = 4096):
+        """The counted contexts' next-word rows (order 2): yields (context ids, rows Tensor[c, V])."""
+        V = self.vocab_size
+        for start in range(0, len(self._contexts), chunk):
+            ctx = self._contexts[start: start + chunk]
+            rows = self.bigram[ctx % V] * (1 - self._keep[start: start + chunk, None])
+            end = start + len(ctx) - 1
+            lo, hi = int(self._offset[start]), int(self._offset[end] + self._count[end])
+            g = self._grams[lo:hi]
+            local = torch.searchsorted(ctx, g // V)
+            share = 1.0 / (self._count + self._distinct)[start + local].double()
+            rows.view(-1).index_add_(0, local * V + g % V, share)
+            yield ctx, rows
+
+    def levels(self, seq_len: int | None = None, min_count: int = 5) -> dict[str, float]:
+        """The chain's exact entropies in nats: ``unigram`` ``H(x_i)``, ``bigram`` ``H(x_i | x_{i-1})`` and
+        ``trigram`` ``H(x_i | x_{i-2}, x_{i-1})`` (the chain's entropy rate for ``order=2``; equal to the bigram
+        level for ``order=1``). With ``seq_len``, also ``floor``: the least mean loss of a causal model over the
+        ``seq_len`` positions of a sample (the first position sees one token). For ``order=2`` also
+        ``sparse_share``: the part of the gap ``bigram - trigram`` that comes from contexts seen fewer than
+        ``min_count`` times in the corpus."""
+        V = self.vocab_size
+
+        def entropy(p: torch.Tensor) -> torch.Tensor:
+            return -(p * p.clamp_min(1e-300).log()).sum(-1)
+
+        if self.order == 1:
+            pi = self._pi
+            rate = float((pi * entropy(self.bigram)).sum())
+            out = {"unigram": float(entropy(pi)), "bigram": rate, "trigram": rate}
+        else:
+            pair = self._pi.view(V, V)
+            one = pair.sum(1)
+            bigram = float(entropy(self._pi) - entropy(one))  # H(x_1 | x_0) of the stationary pair
+            conditional = pair / one.clamp_min(1e-300)[:, None]  # the stationary P(x_1 = b' | x_0 = b)
+            unseen = self._pi.clone()
+            rate = gap_sparse = gap = 0.0
+            for ctx, rows in self._rows():
+                w = self._pi[ctx]
+                unseen[ctx] = 0
+                h = entropy(rows)
+                rate += float((w * h).sum())
+                # KL(P(. | a, b) || P(. | b)) with P(y | b) the stationary law's conditional
+                kl = (rows * (rows.clamp_min(1e-300).log()
+                              - conditional[ctx % V].clamp_min(1e-300).log())).sum(-1).clamp_min(0)
+                gap += float((w * kl).sum())
+                sparse = self._count[torch.searchsorted(self._contexts, ctx)] < min_count
+                gap_sparse += float((w * kl)[sparse].sum())
+            back = unseen.view(V, V).sum(0)  # mass of unseen contexts by their last token
+            rate += float((back * entropy(self.bigram)).sum())
+            b_row = conditional  # unseen contexts continue with the counted bigram: their KL to P(. | b)
+            kl_unseen = (self.bigram * (self.bigram.clamp_min(1e-300).log()
+                                        - b_row.clamp_min(1e-300).log())).sum(-1).clamp_min(0)
+            gap += float((back * kl_unseen).sum())
+            out = {"unigram": float(entropy(one)), "bigram": bigram, "trigram": rate,
+                   "sparse_share": gap_sparse / gap if gap > 0 else 0.0}
+        if seq_len is not None:
+            check_positive_int("seq_len", seq_len)
+            out["floor"] = (out["bigram"] + (seq_len - 1) * out["trigram"]) / seq_len
+        return out
+
+
+class ChainSequences:
+    """Next-token task on fresh samples of an :class:`NgramChain` (as
+    :class:`~staircase_lib.corpus.NextTokenSequences`): ``sample(n, generator)`` gives ``Batch(tokens
+    LongTensor[n, L], labels LongTensor[n, L])``."""
+
+    def __init__(self, chain: NgramChain, seq_len: int = 16):
+        if not isinstance(chain, NgramChain):
+            raise TypeError(f"chain must be an NgramChain, got {type(chain).__name__}")
+        self.chain, self.seq_len = chain, check_positive_int("seq_len", seq_len)
+        self.vocab_size = self.n_labels = chain.vocab_size
+
+    def __repr__(self) -> str:
+        return f"ChainSequences({self.chain!r}, seq_len={self.seq_len})"
+
+    def sample(self, n: int, generator: torch.Generator | None = None):
+        """Draw ``n`` fresh sequences and their shifted next tokens."""
+        from .tasks.base import Batch
+        w = self.chain.sample(n, self.seq_len + 1, generator)
+        return Batch(w[:, :-1], w[:, 1:])
+
+
+def _stationary(step, start: torch.Tensor, iterations: int = 2000, tol: float = 1e-12) -> torch.Tensor:
+    """The fixed point of the linear map ``step`` on probability vectors, by power iteration from ``start``
+    (averaged with the previous iterate, so a periodic chain converges too)."""
+    p = start.double() / start.sum()
+    for _ in range(iterations):
+        nxt = 0.5 * (p + step(p))
+        nxt = nxt / nxt.sum()
+        if float((nxt - p).abs().sum()) < tol:
+            return nxt
+        p = nxt
+    return p

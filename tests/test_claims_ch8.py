@@ -82,7 +82,7 @@ TEXT_CURVES = {
     "bigram": _text_sigmoid(180, 0.13, 0.72) - _text_sigmoid(1500, 0.0, 0.1),
     "skipgram2": _text_sigmoid(60, 0.14, 0.08) + _text_sigmoid(900, 0.0, 0.3),
     "skipgram3": _text_sigmoid(60, 0.11, 0.06) + _text_sigmoid(1200, 0.0, 0.25),
-    "bag": _text_sigmoid(90, 0.13, 0.26),
+    "bag": _text_sigmoid(400, 0.13, 0.26),
     "pair": _text_sigmoid(150, 0.42, 0.2) + _text_sigmoid(2500, 0.0, 0.25),
 }
 
@@ -108,6 +108,74 @@ def test_bigram_first_fails_when_fed_the_lag_2_curve_or_a_late_bigram():
     assert not ch8.bigram_first_and_highest(TEXT_STEPS, swapped, CHANCE)  # the lag-2 curve in the bigram's place
     flat = dict(TEXT_CURVES, bigram=torch.full_like(TEXT_STEPS, 0.13, dtype=torch.float))
     assert not ch8.bigram_first_and_highest(TEXT_STEPS, flat, CHANCE)  # never above chance
+
+
+def test_bigram_first_fails_on_a_bigram_moved_later_or_rising_too_little():
+    """The shape the order claim rejects: a bigram stair that comes after another curve's stair, for any delay
+    that puts it there (the other curves keep their times), and one that rises less than the threshold."""
+    for factor in (3, 10, 30):
+        late = dict(TEXT_CURVES, bigram=_text_sigmoid(180 * factor, 0.13, 0.72))
+        claim = ch8.bigram_first_and_highest(TEXT_STEPS, late, CHANCE)
+        assert not claim, (factor, claim)
+    low = dict(TEXT_CURVES, bigram=_text_sigmoid(180, 0.13, 0.31))  # 0.18 above chance, still the highest
+    assert not ch8.bigram_first_and_highest(TEXT_STEPS, low, CHANCE)
+    shadow = dict(TEXT_CURVES, skipgram2=TEXT_CURVES["skipgram2"] + _text_sigmoid(100, 0.0, 0.06))
+    assert ch8.bigram_first_and_highest(TEXT_STEPS, shadow, CHANCE)  # an early rise too small to be a rival
+    rival = dict(TEXT_CURVES, skipgram2=_text_sigmoid(100, 0.14, 0.30))  # a rival stair before the bigram's
+    assert not ch8.bigram_first_and_highest(TEXT_STEPS, rival, CHANCE)
+    spike = dict(TEXT_CURVES, skipgram2=TEXT_CURVES["skipgram2"].clone())
+    spike["skipgram2"][40] += 0.9  # one record: smoothed over three records it is still below the bigram
+    assert ch8.bigram_first_and_highest(TEXT_STEPS, spike, CHANCE)
+
+
+def test_the_one_stair_rule_is_interpolated_censored_below_its_rise_and_reads_after_a_step():
+    t = ch8.stair(TEXT_STEPS, TEXT_CURVES["bigram"])
+    assert isinstance(t, float) and 120 < t < 260, t
+    flat = _text_sigmoid(300, 0.13, 0.13 + 0.04)  # rises less than the rule's min_rise
+    assert ch8.stair(TEXT_STEPS, flat) is None
+    later = ch8.stair(TEXT_STEPS, TEXT_CURVES["skipgram2"], after=200)
+    assert 500 < later < 1500, later
+    assert ch8.stair(TEXT_STEPS, TEXT_CURVES["skipgram2"], after=5000) is None  # nothing after the run
+    with pytest.raises(TypeError, match="after"):
+        sl.metrics.stair_time(TEXT_STEPS, TEXT_CURVES["bigram"], after="200")
+
+
+def test_the_order1_stair_and_at_chance_predicates_on_their_shapes_and_nulls():
+    chance = 0.0
+    rise = _text_sigmoid(900, 0.0, 0.12)
+    assert ch8.order1_stair(TEXT_STEPS, rise, chance, after=180)
+    assert not ch8.stays_at_chance(TEXT_STEPS, rise, chance)
+    flat = torch.zeros(len(TEXT_STEPS)) + 0.005 * torch.sin(torch.arange(len(TEXT_STEPS)).float())
+    assert ch8.stays_at_chance(TEXT_STEPS, flat, chance)
+    assert not ch8.order1_stair(TEXT_STEPS, flat, chance, after=180)
+    for at in (40, 55, len(TEXT_STEPS) - 2):  # one record high, in the middle or the last tenth
+        spike = flat.clone()
+        spike[at] = 0.5
+        assert not ch8.order1_stair(TEXT_STEPS, spike, chance, after=180), at
+    back = _text_sigmoid(500, 0.0, 0.12) - _text_sigmoid(2000, 0.0, 0.12)  # rises, then falls back to chance
+    assert not ch8.order1_stair(TEXT_STEPS, back, chance, after=180)
+    assert not ch8.stays_at_chance(TEXT_STEPS, back, chance)  # it took a stair on the way
+    small = _text_sigmoid(900, 0.0, 0.04)  # a rise below the least stair
+    assert not ch8.order1_stair(TEXT_STEPS, small, chance, after=180)
+    assert ch8.stays_at_chance(TEXT_STEPS, small, chance)
+    high = flat + 0.1  # above chance all along, never rising
+    assert not ch8.stays_at_chance(TEXT_STEPS, high, chance)
+    assert not ch8.order1_stair(TEXT_STEPS, rise, chance, after=None)  # no bigram stair: censored
+
+
+def test_a_rest_is_a_slowing_down_and_a_uniform_fall_through_the_band_is_not():
+    """``rests_on_level`` rejects a loss that falls through the band at its usual pace, however slowly."""
+    assert ch8.rests_on_level(TEXT_STEPS, SMALL_INIT_LOSS, UNIGRAM)
+    log_t = TEXT_STEPS.clamp_min(1).double().log10()
+    for rate in (0.3, 0.6, 1.0, 2.0):  # nats per decade, from 6 nats at step 1
+        uniform = (6.0 - rate * log_t).float()
+        claim = ch8.rests_on_level(TEXT_STEPS, uniform, UNIGRAM)
+        assert not claim, (rate, claim)
+    assert not ch8.rests_on_level(TEXT_STEPS, LARGE_INIT_LOSS, UNIGRAM)
+    assert not ch8.rests_on_level(TEXT_STEPS, NO_LEARNING_LOSS, UNIGRAM)  # never leaves the band
+    knee = math.log10(300)
+    slows_after = torch.where(log_t < knee, 6.0 - 1.2 * log_t, 6.0 - 1.2 * knee - 0.2 * (log_t - knee)).float()
+    assert not ch8.rests_on_level(TEXT_STEPS, slows_after, UNIGRAM)  # fast through the band, slow after it
 
 
 def test_in_every_run_counts_k_of_n():
@@ -139,7 +207,7 @@ def test_the_bigram_and_plateau_claims_fail_on_a_shuffled_corpus():
     order0 = {k: curves[k] for k in CHANCE}
     claim = ch8.bigram_first_and_highest(run.steps, order0, chance)
     assert not claim, claim
-    assert claim.numbers["rise"]["bigram"] is None  # the bigram alignment never leaves its chance level
+    assert claim.numbers["peak_above_chance"]["bigram"] < 0.2  # the bigram alignment stays near its chance level
     assert not ch8.plateau_on_unigram(run.steps, run.loss, unigram)  # it rests on the unigram and stays there
 
 
@@ -291,7 +359,11 @@ def test_half_rise_times_and_their_order_in_gamma():
     assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, 900]})
     assert not ch8.times_grow_with_gamma({0.25: [3000, 2800], 0.5: [200, 220], 1.0: [700, 900]})  # not monotone
     assert not ch8.times_grow_with_gamma({0.5: [700, 720], 1.0: [700, 900]})  # too small a factor
-    assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, None, None]})  # censored counts as later
+    assert ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, 900, None]})  # censored counts as later
+    # curves that never rise are no evidence of a later stair: a censored majority fails
+    assert not ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [700, None, None]})
+    assert not ch8.times_grow_with_gamma({0.5: [200, 220], 1.0: [None, None]})
+    assert not ch8.times_grow_with_gamma({0.5: [None, 220, None], 1.0: [700, 900, 950]})
 
 
 def test_the_censored_median_is_the_course_median_unless_a_censored_run_reaches_the_middle():
@@ -341,6 +413,7 @@ def test_the_initialization_claims_on_recorded_runs_and_their_time_shifted_nulls
     for run in quarter:
         claim = ch8.plateau_gone(large_steps, torch.tensor(run["heldout_loss"]), unigram)
         assert claim, (run["seed"], claim)
+    for run in _recorded("ch8_real_text_large_init", 0.5)[2]:  # the order at gamma 0.5 (at 0.25: k of n)
         curves = {k: torch.tensor(run[f"cka_{k}"]) for k in ORDER0}
         assert ch8.bigram_first_and_highest(large_steps, curves, result["chance"]), run["seed"]
     new, new_steps = _predictions("ch8_predictions_new_seeds")  # seed 3, which the page does not use
@@ -400,6 +473,9 @@ def test_uniform_attention_that_never_moves_fails_the_two_sided_claim():
     assert ch8.attention_uniform_through(TEXT_STEPS, moves, 150, then_selective=True)
     early = torch.where(TEXT_STEPS < 100, 1.0, 0.8)
     assert not ch8.attention_uniform_through(TEXT_STEPS, early, 150, then_selective=True)
+    for end in (0.975, 0.95, 0.9):  # barely lowered: less than min_drop below the uniform band
+        barely = torch.where(TEXT_STEPS < 500, 1.0, end)
+        assert not ch8.attention_uniform_through(TEXT_STEPS, barely, 150, then_selective=True), end
 
 
 def test_two_sided_attention_on_recorded_seeds_the_page_does_not_use():
@@ -408,9 +484,9 @@ def test_two_sided_attention_on_recorded_seeds_the_page_does_not_use():
         stair = sl.metrics.stair_time(steps, torch.tensor(run["cka_bigram"]), window=3)
         entropy = torch.tensor(run["attention_entropy"][0])
         assert ch8.attention_uniform_through(steps, entropy, stair, then_selective=True), run["seed"]
-        live = steps <= 600  # the live run's length
-        live_stair = sl.metrics.stair_time(steps[live], torch.tensor(run["cka_bigram"])[live], window=3)
-        assert ch8.attention_uniform_through(steps[live], entropy[live], live_stair, then_selective=True)
+        live = steps <= 600  # the live run's length: uniform through its stair (one-sided)
+        live_stair = ch8.stair(steps[live], torch.tensor(run["cka_bigram"])[live])
+        assert ch8.attention_uniform_through(steps[live], entropy[live], live_stair)
 
 
 def test_the_lag_2_rise_holds_on_the_second_unused_seed_and_lag_3_and_the_pair_are_counted():

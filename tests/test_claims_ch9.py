@@ -202,3 +202,21 @@ def test_rises_above_chance_fails_on_a_recovery_from_dilution():
     assert not ch9.rises_above_chance([rise, recovery], chance)
     assert not ch9.rises_above_chance([torch.full((7,), chance)], chance)
     assert not ch9.rises_above_chance([], chance)
+
+
+def test_rises_above_chance_fails_on_a_decay_a_spike_or_a_late_fall():
+    """The shape the class-stair claim rejects: structure that is there at the start and decays (a time-blind
+    maximum passes it), a one-record spike, and a rise that falls back to chance by the end."""
+    chance = 0.0
+    steps = torch.arange(40).float()
+    rise = torch.sigmoid((steps - 20) / 2) * 0.3
+    assert ch9.rises_above_chance([rise], chance)
+    decay = 0.3 - rise
+    assert not ch9.rises_above_chance([decay], chance)
+    for at in (10, 25, 39):
+        spike = torch.zeros(40)
+        spike[at] = 0.9
+        assert not ch9.rises_above_chance([spike], chance), at
+    back = rise - torch.sigmoid((steps - 32) / 1.5) * 0.3
+    assert not ch9.rises_above_chance([back], chance)
+    assert not ch9.rises_above_chance([rise, torch.zeros(40)], chance)  # every seed must rise

@@ -93,7 +93,7 @@ def test_the_gpt2_style_runs_keep_the_order_and_rest_on_the_unigram_level(pred):
 def test_the_claims_on_a_corpus_varied_as_another_python_s_would_be():
     var = ch8.variant()
     assert all(var.claims.values()), var.claims
-    assert len(var.checks) == 15 and 0 < var.shift < 0.5
+    assert len(var.checks) == 16 and 0 < var.shift < 0.5
     counted = [k for k, c in var.checks.items() if not c]
     assert set(counted) <= set(ch8.COUNTED_BEYOND), counted
     # the variant differs from the chapter's corpus as it should: other documents, the same size within 5 %
@@ -113,3 +113,24 @@ def test_the_lag2_timing_holds_on_a_seed_the_page_does_not_use():
     times = dict(zip((r.gamma for r in unused.runs), ch8._rise_times(unused, "skipgram2_partial")))
     assert sl.claims.ch8.times_grow_with_gamma({g: [times[g]] for g in (0.5, 1.0)})
     assert not sl.claims.ch8.times_grow_with_gamma({g: [t] for g, t in times.items()})  # not monotone over all
+
+
+def test_the_control_ladder_on_the_recorded_chains(recorded):
+    """The trigram chain's order-1 stair after the bigram stair holds on the page's seeds and on the unused one;
+    the bigram chain takes none (the null); the shapes the claims reject fail them on the recorded curves moved
+    later than the run or flattened to chance."""
+    ladder = ch8.ladder(recorded, sl.recordings.obtain("ch8_real_text_gpt2_gamma"))
+    assert all(ladder.claims.values()), ladder.claims
+    assert {x.seed for x in ladder.reads["trigram_chain"]} == set(ch8.PAGE_SEEDS)
+    assert all(x.stairs for x in ladder.extra["trigram_chain"]) and not any(x.stairs for x in ladder.extra["bigram_chain"])
+    tri = ladder.texts["trigram_chain"]
+    steps, chance = tri.steps, float(tri.chance[ch8.ORDER1])
+    for run in tri.runs:
+        curve = run.cka_pair_partial
+        bigram = sl.claims.ch8.stair(steps, run.cka_bigram)
+        assert not sl.claims.ch8.order1_stair(steps, torch.full_like(curve, chance), chance, bigram)
+        late = torch.cat([torch.full((len(curve) // 2,), chance), curve[: len(curve) - len(curve) // 2]])
+        assert not sl.claims.ch8.order1_stair(steps, late * 0.4, chance, bigram)  # too small once scaled down
+    # the order-1 signal the page states before the runs: the bigram chain's is counting noise
+    signal = ladder.signal
+    assert signal["bigram_chain"]["information"] == 0 < signal["trigram_chain"]["information"]

@@ -19,9 +19,63 @@ from .. import metrics
 from ..metrics import cka, crossing_time, rank_correlation, smooth, stair_time
 from .base import Claim
 
-__all__ = ["plateau_on_unigram", "bigram_first_and_highest", "in_every_run", "bigram_blind_to_class",
+__all__ = ["STAIR_RULE", "stair", "rests_on_level", "order1_stair", "stays_at_chance",
+           "plateau_on_unigram", "bigram_first_and_highest", "in_every_run", "bigram_blind_to_class",
            "pos_then_class", "attention_uniform_through", "predictions_climb", "plateau_gone", "rises_with_trend",
            "half_rise_time", "times_grow_with_gamma", "lower_loss_at"]
+
+
+STAIR_RULE = {"window": 3, "min_rise": 0.05, "interpolate": True}
+"""The one timing rule of Chapters 8 and 9 (:func:`stair`): Chapter 4's half-rise
+(:func:`staircase_lib.metrics.stair_time`) on a curve smoothed over 3 records, interpolated between records, and
+censored (None) unless the curve rises by at least 0.05 (the smallest rise the chapter calls a stair: five times
+the scatter of a recorded alignment curve between neighbouring records)."""
+
+
+def stair(steps: torch.Tensor, curve: torch.Tensor, after: float | None = None) -> float | None:
+    """The stair time of ``curve`` (Tensor[T] on ``steps``) by the chapter's one rule (:data:`STAIR_RULE`): the
+    interpolated step at which the smoothed curve first reaches halfway from its lowest value before its peak to
+    its peak; with ``after`` (a step, for example the bigram stair), read on the records from there on only.
+    None (censored) when it does not rise by ``STAIR_RULE["min_rise"]``: a censored run counts as later than
+    every recorded time (:func:`censored_median`)."""
+    return metrics.stair_time(steps, curve, after=after, **STAIR_RULE)
+
+
+def _end(curve: torch.Tensor, tail: float = 0.1) -> float:
+    """Where a curve ends: the median of its last ``tail`` of records (a one-record spike does not move it)."""
+    return metrics.median(curve[-max(1, math.ceil(tail * len(curve))):].double())
+
+
+def order1_stair(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: float | None,
+                 min_end: float | None = None) -> Claim:
+    """An order-1 stair after the bigram stair: the curve (the pair part's partial alignment, Tensor[T]) takes a
+    stair by the chapter's one rule (:func:`stair`) on the records from the bigram stair ``after`` on, and ends
+    (median of its last tenth of records) at least ``min_end`` above ``chance`` (default: the rule's ``min_rise``).
+
+    Rejects: a curve that stays at chance, one that rises less than the rule's least stair, a one-record spike
+    or a rise that falls back to chance by the end, and a run with no bigram stair (``after=None``: censored)."""
+    curve = _check_curve("curve", steps, curve)
+    min_end = STAIR_RULE["min_rise"] if min_end is None else min_end
+    if after is None:
+        return Claim("an order-1 stair after the bigram stair (censored: no bigram stair)", False, {"after": None})
+    t = stair(steps, curve, after=after)
+    end = _end(curve) - chance
+    return Claim(f"a stair by the one rule after the bigram stair, ending >= {min_end:g} above chance",
+                 t is not None and end >= min_end, {"after": after, "stair": t, "end_above_chance": end})
+
+
+def stays_at_chance(steps: torch.Tensor, curve: torch.Tensor, chance: float, band: float | None = None) -> Claim:
+    """No stair: the curve (Tensor[T]) takes no stair by the chapter's one rule (:func:`stair`: censored) and ends
+    (median of its last tenth of records) within ``band`` of ``chance`` (default: the rule's ``min_rise``).
+
+    Rejects: a curve that takes a stair at any time, and one that sits above chance without rising (it ends
+    outside the band)."""
+    curve = _check_curve("curve", steps, curve)
+    band = STAIR_RULE["min_rise"] if band is None else band
+    t = stair(steps, curve)
+    end = _end(curve) - chance
+    return Claim(f"no stair by the one rule and ending within {band:g} of chance", t is None and abs(end) <= band,
+                 {"stair": t, "end_above_chance": end})
 
 
 def bigram_blind_to_class(rows: torch.Tensor, pos: torch.Tensor, cls: torch.Tensor,
@@ -107,40 +161,50 @@ def _rise_time(steps: torch.Tensor, curve: torch.Tensor, chance: float, threshol
 
 def bigram_first_and_highest(steps: torch.Tensor, curves: Mapping[str, torch.Tensor],
                              chance: Mapping[str, float], lead: str = "bigram", threshold: float = 0.2,
-                             window: int = 3) -> Claim:
-    """The ``lead`` alignment rises first and highest: its curve minus its own chance level reaches
-    ``threshold`` before every other curve's does (a curve that never does counts as later), and its peak
-    above chance (curves smoothed over ``window`` records) is the highest of all. ``curves``: name ->
+                             window: int = 3, rival: float = 0.1) -> Claim:
+    """The ``lead`` alignment takes its stair first and rises highest.
+
+    Rejects: a lead curve whose stair comes after a rival curve's stair (for example the lead moved later in
+    time while the others keep their times), one that does not rise well above chance, and one that another
+    curve overtakes. Holds if the lead's peak above its own chance level (curves smoothed over ``window``
+    records) is at least ``threshold`` and the highest of all, and its stair time by the chapter's one rule
+    (:func:`stair`) comes before that of every rival: every other curve whose peak rises at least ``rival``
+    above its chance level (default half the threshold; a smaller rise is the lead's shadow on an overlapping
+    kernel, not a stair of its own). A rival censored by the rule counts as later. ``curves``: name ->
     Tensor[T] (CKA with each kernel); ``chance``: name -> chance level."""
     if lead not in curves or set(curves) - set(chance):
         raise ValueError(f"curves must hold {lead!r} and chance a level for every curve, got {sorted(curves)} "
                          f"and {sorted(chance)}")
-    rise = {name: _rise_time(steps, smooth(c.double(), window), chance[name], threshold)
-            for name, c in curves.items()}
+    times = {name: stair(steps, c.double()) for name, c in curves.items()}
     peak = {name: float(smooth(c.double(), window).max()) - chance[name] for name, c in curves.items()}
     others = [n for n in curves if n != lead]
-    first = rise[lead] is not None and all(rise[n] is None or rise[n] > rise[lead] for n in others)
-    highest = all(peak[lead] > peak[n] for n in others)
-    return Claim(f"CKA({lead}) - chance reaches {threshold:g} before every other kernel's and peaks highest",
-                 first and highest, {"rise": rise, "peak_above_chance": peak})
+    rivals = [n for n in others if peak[n] >= rival]
+    first = times[lead] is not None and all(times[n] is None or times[n] > times[lead] for n in rivals)
+    highest = peak[lead] >= threshold and all(peak[lead] > peak[n] for n in others)
+    return Claim(f"{lead}'s stair (one rule) before every rival's (peak >= {rival:g} above chance), its peak >= "
+                 f"{threshold:g} above chance and the highest", first and highest,
+                 {"stair": times, "peak_above_chance": peak, "rivals": rivals})
 
 
-def attention_uniform_through(steps: torch.Tensor, entropy: torch.Tensor, stair: int | None,
+def attention_uniform_through(steps: torch.Tensor, entropy: torch.Tensor, stair: float | None,
                               min_entropy: float = 0.98, then_selective: bool = False,
-                              tail: float = 0.1) -> Claim:
+                              tail: float = 0.1, min_drop: float = 0.1) -> Claim:
     """Attention stays (nearly) uniform through the bigram stair: the mean normalized attention entropy
     (Tensor[T] on ``steps``; 1 = uniform rows, 0 = every query on one word) is at least ``min_entropy`` at
     every record up to step ``stair``. With ``then_selective`` the claim is two-sided: the attention must
-    also leave that band later (its mean over the last ``tail`` of the records below ``min_entropy``), so
-    attention that never moves fails. No bigram stair (``stair=None``): censored, fails."""
+    also turn selective later: its mean over the last ``tail`` of the records at least ``min_drop`` below
+    ``min_entropy`` (default 0.1, five times the width of the uniform band), so attention that never moves, or
+    moves only barely out of the band, fails. Rejects: attention that is selective before the bigram stair,
+    and (two-sided) attention that stays uniform or nearly so. No bigram stair (``stair=None``): censored,
+    fails."""
     entropy = torch.as_tensor(entropy).double()
     if stair is None:
         return Claim(f"attention entropy >= {min_entropy:g} up to the bigram stair (censored)", False,
                      {"stair": None})
     lowest = float(entropy[steps <= stair].min())
     end = float(entropy[-max(1, math.ceil(tail * len(entropy))):].mean())
-    holds = lowest >= min_entropy and (not then_selective or end < min_entropy)
-    then = ", and below it at the end (selective later)" if then_selective else ""
+    holds = lowest >= min_entropy and (not then_selective or end <= min_entropy - min_drop)
+    then = f", and at least {min_drop:g} below it at the end (selective later)" if then_selective else ""
     return Claim(f"attention entropy >= {min_entropy:g} at every record up to the bigram stair{then}",
                  holds, {"stair": stair, "lowest_up_to_stair": lowest, "end": end})
 
@@ -250,6 +314,39 @@ def plateau_gone(steps: torch.Tensor, loss: torch.Tensor, unigram: float, tolera
                  {"start": start, "enter": enter, "leave": leave, "dwell_ratio": ratio, "final": final})
 
 
+def rests_on_level(steps: torch.Tensor, loss: torch.Tensor, level: float, tolerance: float = 0.1,
+                   max_slope_share: float = 0.5) -> Claim:
+    """The loss rests on ``level`` (the unigram entropy): it falls more slowly in the band ``level +- tolerance``
+    than right after it.
+
+    Rejects: a loss that falls through the band at its usual pace, however slowly (a uniform fall in log time
+    spends as long in the band as anywhere else), a loss that slows down only after the band, and one that
+    never enters or never leaves the band. ``enter`` and ``leave`` as in :func:`plateau_on_unigram` (one
+    contiguous stretch in the band, ending where the loss first passes ``level - tolerance``). The fall rate in
+    the band, ``2 tolerance / log10(leave / enter)`` nats per decade of steps, must be at most
+    ``max_slope_share`` of the rate over the same factor in time after ``leave`` (the loss interpolated in log
+    time; cut at the last record). ``steps``, ``loss``: Tensor[T]."""
+    loss = _check_curve("loss", steps, loss)
+    rest = plateau_on_unigram(steps, loss, level, tolerance, min_ratio=1.0, min_drop=-math.inf)
+    enter, leave = rest.numbers["enter"], rest.numbers["leave"]
+    numbers = {"enter": enter, "leave": leave}
+    if enter is None or leave is None or leave <= max(enter, 1) or leave >= int(steps[-1]):
+        return Claim(f"loss rests in the band {level:.3g} +- {tolerance:g} (censored: never enters or leaves it)",
+                     False, numbers)
+    span = math.log10(leave / max(enter, 1))
+    later = min(math.log10(leave) + span, math.log10(float(steps[-1])))
+    log_steps = steps.double().clamp(min=1).log10()
+
+    def at(x: float) -> float:
+        return float(torch.from_numpy(__import__("numpy").interp([x], log_steps.numpy(), loss.numpy()))[0])
+    in_band = 2 * tolerance / span
+    after = (at(math.log10(leave)) - at(later)) / max(later - math.log10(leave), 1e-9)
+    share = in_band / after if after > 0 else float("inf")
+    numbers.update(rate_in_band=in_band, rate_after=after, slope_share=share)
+    return Claim(f"loss falls through the band {level:.3g} +- {tolerance:g} at most {max_slope_share:g} as fast (per "
+                 "decade of steps) as over the same factor in time after it", share <= max_slope_share, numbers)
+
+
 def rise_trend(steps: torch.Tensor, curve: torch.Tensor, min_rise: float = 0.05, min_trend: float = 0.8,
                max_step_share: float = 0.5, window: int = 3, tail: float = 0.1) -> Claim:
     """A rise with a trend, not a step: over the records given (``steps``, ``curve``: Tensor[T], T >= 3) the
@@ -323,16 +420,20 @@ def times_grow_with_gamma(times: Mapping[float, Sequence[int | None]], min_ratio
     """Stair times grow as the initialization shrinks (gamma grows): the median time
     (:func:`censored_median`: a censored run, None, counts as later than every recorded one) rises from each
     gamma to the next larger one, and the largest gamma's median is at least ``min_ratio`` times the
-    smallest's. ``times``: gamma -> one time per seed."""
+    smallest's. Rejects: times that do not grow, and curves that never rise: every median must be a measured
+    time (more than half the runs at each gamma take their stair), so censored runs cannot make a gamma read
+    as "later". ``times``: gamma -> one time per seed."""
     if len(times) < 2 or any(len(v) == 0 for v in times.values()):
         raise ValueError(f"times must map at least two gammas to non-empty lists of times, got {dict(times)!r:.80}")
     gammas = sorted(times)
     medians = [censored_median(times[g]) for g in gammas]
+    measured = all(math.isfinite(m) and sum(t is not None for t in times[g]) > len(times[g]) / 2
+                   for g, m in zip(gammas, medians))
     rising = all(b > a for a, b in zip(medians, medians[1:]))
-    ratio = medians[-1] / max(medians[0], 1.0)
-    return Claim(f"median time rises with gamma at every step and by a factor >= {min_ratio:g} over the range",
-                 rising and ratio >= min_ratio,
-                 {"gammas": gammas, "medians": medians, "ratio": ratio})
+    ratio = medians[-1] / max(medians[0], 1.0) if measured else float("nan")
+    return Claim(f"median time measured at every gamma, rising with gamma at every step and by a factor >= "
+                 f"{min_ratio:g} over the range", measured and rising and ratio >= min_ratio,
+                 {"gammas": gammas, "medians": medians, "ratio": ratio, "measured": measured})
 
 
 def lower_loss_at(steps: torch.Tensor, lower: Sequence[torch.Tensor], higher: Sequence[torch.Tensor],

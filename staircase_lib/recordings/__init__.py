@@ -37,6 +37,9 @@ RECORDERS: dict[str, Callable[..., dict]] = {
                                         "ch8_gpt2_bpe_d64", "ch8_gpt2_word_d128", "ch8_gpt2_bpe_d128",
                                         "ch8_predictions_seed2", "ch8_variant", "ch8_gpt2_word_d64_no_warmup",
                                         "ch8_gpt2_word_d256", "ch8_gpt2_bpe_d256")},
+    **{name: ch8.real_text for name in ("ch8_ladder_trigram", "ch8_ladder_bigram", "ch8_real_text_gpt2_gamma",
+                                        "ch8_ladder_corpus", "ch8_ladder_trigram_long",
+                                        "ch8_ladder_corpus_long")},
     "ch9_seeds": ch9.seeds_and_control,
 }
 

@@ -25,10 +25,12 @@ from .. import metrics, models, predictions, runtime, training
 from .._checks import check_positive_int
 from ..results import rounded
 
-__all__ = ["CURVES", "REFERENCES", "measure", "real_text"]
+__all__ = ["CURVES", "REFERENCES", "TEXTS", "ladder_signal", "measure", "real_text"]
 
 CURVES = ("bigram", "skipgram2", "skipgram3", "bag", "pair", "pair_partial")
 PARTIAL_CURVES = ("skipgram2_partial", "skipgram3_partial", "bag_partial")
+TEXTS = {"corpus": 0, "bigram_chain": 1, "trigram_chain": 2}
+"""The texts of :func:`real_text` and the order of their chain (0: the corpus itself)."""
 REFERENCES = ("unigram", "bigram", "trigram")
 """The counted models of ``prediction_kl``, in its order."""
 
@@ -74,7 +76,7 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
               tokenizer: str = "word", layer_norm: bool = False, init_std: float | None = None,
               optimizer: str = "adam", weight_decay: float = 0.0, warmup_steps: int = 0,
               schedule: str = "constant", betas: Sequence[float] = (0.9, 0.999),
-              variant: int | None = None) -> dict:
+              variant: int | None = None, text: str = "corpus") -> dict:
     """Train ``gammas`` x ``seeds`` tiny GPTs (model seeds ``first_seed``, ...) and return the result; with
     ``keep_embeddings`` also the frequent words' embeddings of every run, under ``"embeddings"`` as tensors
     (for ``torch.save``, not for JSON). ``predictions``: held-out sequences the prediction divergences are
@@ -84,7 +86,14 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
     initialization, which replaces ``gammas``: each run's ``gamma`` is then its place on the axis, see
     ``models.Transformer``), and the optimizer settings of ``training.TrainConfig`` (``optimizer="adamw"``,
     ``weight_decay``, ``warmup_steps``, ``schedule``, ``betas``). ``variant``: train on a corpus changed the way
-    another Python's would be (``TextCorpus.from_python_docs``)."""
+    another Python's would be (``TextCorpus.from_python_docs``).
+
+    ``text``: what the models train on: ``"corpus"`` (the corpus itself), or the control ladder's texts
+    ``"bigram_chain"`` / ``"trigram_chain"``, the corpus's counted bigram / trigram chain
+    (``TextCorpus.chain``, order 1 / 2) sampled afresh for every batch; their held-out batch is a fixed sample of
+    the same chain, ``levels`` are the chain's exact entropies (``NgramChain.levels``, with the ``floor`` of a
+    model that reads ``seq_len`` tokens), and every alignment is measured on the corpus's own kernels (one ruler
+    for the three texts)."""
     check_positive_int("seeds", seeds)
     if init_std is not None and list(gammas) != [1.0]:
         raise ValueError(f"init_std={init_std!r} replaces gammas; leave gammas at (1.0,), got {list(gammas)}")
@@ -97,6 +106,11 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
         raise ValueError(f"predictions must be an int in [0, eval_size={eval_size}], got {predictions!r}")
     if not isinstance(shuffled, bool):
         raise TypeError(f"shuffled must be True or False, got {shuffled!r}")
+    if text not in TEXTS:
+        raise ValueError(f"text must be one of {list(TEXTS)}, got {text!r}")
+    if text != "corpus" and (predictions or shuffled):
+        raise ValueError(f"text={text!r} measures no predictions and is not shuffled; got predictions={predictions}"
+                         f", shuffled={shuffled}")
     corpus = corpora.TextCorpus.from_python_docs(vocab_size, tokenizer=tokenizer, variant=variant)
     if shuffled:
         corpus = corpus.shuffled(0)
@@ -104,6 +118,11 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
     kernels = corpus.kernels(frequent, seq_len)
     task = corpus.sequences(seq_len)
     heldout = corpus.sequences(seq_len, split="heldout").sample(eval_size, torch.Generator().manual_seed(20_000))
+    chain = None
+    if text != "corpus":
+        chain = corpus.chain(TEXTS[text])
+        task = chain.sequences(seq_len)
+        heldout = task.sample(eval_size, torch.Generator().manual_seed(20_000))
     members = [(g, s) for g in gammas for s in range(first_seed, first_seed + seeds)]
     if predictions:
         contexts = heldout.tokens[:predictions]
@@ -123,13 +142,14 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
                     batch_size=batch_size, eval_size=eval_size, records_per_decade=records_per_decade,
                     device=device, predictions=predictions, shuffled=shuffled, tokenizer=tokenizer,
                     layer_norm=layer_norm, init_std=init_std, optimizer=optimizer, weight_decay=weight_decay,
-                    warmup_steps=warmup_steps, schedule=schedule, betas=list(betas), variant=variant)
+                    warmup_steps=warmup_steps, schedule=schedule, betas=list(betas), variant=variant, text=text)
     out = {"config": {**settings, "device_used": str(runtime.resolve_device(device))},
            "corpus": {"source": corpus.source, "python": corpus.python_version, "sha256": corpus.content_hash,
                       "tokens": len(corpus.tokens), "heldout_tokens": len(corpus.heldout_tokens),
                       "unk_fraction": round(corpus.unk_fraction(), 4), "tokenizer": corpus.tokenizer,
                       "vocab_size": corpus.vocab_size},
-           "levels": {k: round(v, 4) for k, v in corpus.ngram_levels().items()},
+           "levels": {k: round(v, 4) for k, v in (corpus.ngram_levels() if chain is None
+                                                   else chain.levels(seq_len)).items()},
            "levels_train": {k: round(v, 4) for k, v in corpus.ngram_levels(heldout=False).items()},
            "chance": {k: round(v, 4) for k, v in corpus.alignment_chance(d_embed, frequent, seq_len,
                                                                           kernels).items()},
@@ -137,8 +157,44 @@ def real_text(*, seeds: int = 3, first_seed: int = 0, gammas: Sequence[float] = 
     for (g, s), gpt, run in zip(members, gpts, runs):  # a GPT-2 initialization's gamma: its place on the axis
         out["runs"].append({"gamma": g if init_std is None else round(gpt.gamma, 4), "seed": s, "tied": tied,
                             **measure(corpus, run, frequent, kernels, seq_len)})
+    if chain is not None:  # the pure order-1 signal of every text of the ladder, measured on the texts alone
+        out["signal"] = ladder_signal(corpus, words=words, seq_len=seq_len)
     if keep_embeddings:
         out["embeddings"] = {"step": runs[0].steps, "words": frequent, "members": members,
                              "embeddings": [run.embeddings[:, frequent].clone() for run in runs]}
     out["total_seconds"] = time.time() - start
+    return out
+
+
+def ladder_signal(corpus: corpora.TextCorpus | None = None, *, words: int = 150, seq_len: int = 16,
+                  seed: int = 0, streams: int = 64) -> dict:
+    """The pure order-1 signal each text of the control ladder carries, measured on the text alone (no
+    training): for the corpus (default: ``TextCorpus.from_python_docs()``) and for a sample of its counted bigram
+    and trigram chains (``TextCorpus.chain``, as long as the corpus's training stream, in ``streams`` stationary
+    pieces, generator seed ``seed``), the Frobenius norms of the pair kernel (built from the pure pair part
+    ``pair_residual``) and of the bigram kernel over the ``words`` most frequent words, both counted on that
+    text the same way, and their ratio (``pair_over_bigram``: the size of the order-1 drive next to the order-0
+    one); and the information the earlier word adds about the next beyond the last one (``bigram - trigram``
+    level: exact for the chains, the counted held-out levels for the corpus). :func:`real_text` stores it with
+    every chain run (``"signal"``): text name -> these numbers."""
+    corpus = corpora.TextCorpus.from_python_docs() if corpus is None else corpus
+    frequent = corpus.frequent_words(words)
+    out = {}
+    generator = torch.Generator().manual_seed(seed)
+    for text, order in TEXTS.items():
+        source = corpus
+        if order:
+            chain = corpus.chain(order)
+            sample = chain.sample(streams, len(corpus.tokens) // streams, generator).flatten()
+            source = object.__new__(corpora.TextCorpus)
+            source.__dict__.update(corpus.__dict__)
+            source.tokens, source._skipgrams, source._levels = sample, {}, None
+            levels = chain.levels(seq_len)
+        else:
+            levels = corpus.ngram_levels()
+        pair = source.signature_kernel("pair", frequent, seq_len)
+        bigram = source.signature_kernel("bigram", frequent, seq_len)
+        out[text] = {"pair_norm": round(float(pair.norm()), 6), "bigram_norm": round(float(bigram.norm()), 6),
+                     "pair_over_bigram": round(float(pair.norm() / bigram.norm()), 4),
+                     "information": round(levels["bigram"] - levels["trigram"], 4)}
     return out
