@@ -1,4 +1,4 @@
-"""Chapter 3's first stage under gradient descent (``sl.recordings.ch3.gradient_descent_stage0``) from the
+"""Chapter 3's first stage under gradient descent (``sl.chapters.ch3.recordings.gradient_descent_stage0``) from the
 command line: the Emb-MLP at gamma = 1 trained by plain gradient descent on large fresh batches, saved as a small
 JSON result the chapter loads (``sl.recordings.obtain("ch3_gradient_descent")``). What each run records: the
 recorder's docstring. Seed 0 is the chapter's; seeds 1 and 2 are the seeds its claims are also checked on.
@@ -29,7 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    result = sl.recordings.ch3.gradient_descent_stage0(seeds=range(args.seeds), batch_size=args.batch_size,
+    result = sl.chapters.ch3.recordings.gradient_descent_stage0(seeds=range(args.seeds), batch_size=args.batch_size,
                                                  steps=args.steps, lr=args.lr, device=args.device)
     result["config"]["out"] = str(args.out)
     sl.results.save(result, args.out)

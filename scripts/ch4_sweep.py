@@ -1,5 +1,5 @@
-"""Chapter 4's long runs (``sl.recordings.ch4.sweep``, whose docstring says what each run records) from the command
-line: batched ensembles of Emb-MLPs on the three-attribute task, several initialization rates gamma (and
+"""Chapter 4's long runs (``sl.chapters.ch4.recordings.sweep``, whose docstring says what each run records) from the
+command line: batched ensembles of Emb-MLPs on the three-attribute task, several initialization rates gamma (and
 activations) times several seeds, saved as a small JSON result the chapter loads with ``sl.recordings.obtain``.
 
 Regenerate the shipped results (record them on the device the chapter compares its live runs with: the
@@ -76,7 +76,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--population", action="store_true",
                    help="plain gradient descent on the exact population risk (no minibatches, no gradient noise; "
-                        "sl.recordings.ch4.exact_gradient): needs --optimizer sgd and --record-every")
+                        "sl.chapters.ch4.recordings.exact_gradient): needs --optimizer sgd and --record-every")
     p.add_argument("--out", type=Path, default=Path("ch4_init_sweep.json"), help="result file (JSON)")
     args = p.parse_args(argv)
     for name in ("d_embed", "d_hidden", "steps", "batch_size", "eval_size", "records_per_decade"):
@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None) -> dict:
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "population")}
     if args.population:  # the minibatch-free control: only the settings that exist without minibatches
         exact = ("gammas", "seeds", "strengths", "d_embed", "d_hidden", "steps", "lr", "record_every", "device")
-        result = sl.recordings.ch4.exact_gradient(**{k: settings[k] for k in exact})
+        result = sl.chapters.ch4.recordings.exact_gradient(**{k: settings[k] for k in exact})
     else:
-        result = sl.recordings.ch4.sweep(**settings)
+        result = sl.chapters.ch4.recordings.sweep(**settings)
     result["config"]["out"] = str(args.out)
     sl.results.save(result, args.out)
     return result

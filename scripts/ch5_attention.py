@@ -1,6 +1,6 @@
-"""Chapter 5's long runs (``sl.recordings.ch5.attention``) from the command line: one-layer transformer classifiers
-trained as one batched ensemble, ``--seeds`` seeds on the reversed three-attribute task (the order-0 token at the
-readout) and as many on the forward task (the order-0 token at position 0), saved as a small JSON result the
+"""Chapter 5's long runs (``sl.chapters.ch5.recordings.attention``) from the command line: one-layer transformer
+classifiers trained as one batched ensemble, ``--seeds`` seeds on the reversed three-attribute task (the order-0 token
+at the readout) and as many on the forward task (the order-0 token at position 0), saved as a small JSON result the
 chapter loads (``sl.recordings.obtain("ch5_attention")``).
 
 Which seeds run, and what each run records: the recorder's docstring.
@@ -9,8 +9,8 @@ Regenerate the shipped result (about eight minutes on a 2-core CPU):
 
     python scripts/ch5_attention.py --out staircase_lib/data/ch5_attention.json
 
-``--control`` records the saturation trap's control instead (``sl.recordings.ch5.trap_control``: ``--seeds`` runs
-of the forward task with the pair partner at the readout; about three minutes):
+``--control`` records the saturation trap's control instead (``sl.chapters.ch5.recordings.trap_control``: ``--seeds``
+runs of the forward task with the pair partner at the readout; about three minutes):
 
     python scripts/ch5_attention.py --control --seeds 4 --out staircase_lib/data/ch5_trap_control.json
 """
@@ -48,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "control")}
-    recorder = sl.recordings.ch5.trap_control if args.control else sl.recordings.ch5.attention
+    recorder = sl.chapters.ch5.recordings.trap_control if args.control else sl.chapters.ch5.recordings.attention
     result = recorder(**settings)
     result["config"]["out"] = str(args.out)
     sl.results.save(result, args.out)

@@ -1,4 +1,4 @@
-"""Chapter 6's two small recordings from the command line (``sl.recordings.ch6``): the frozen arms under plain
+"""Chapter 6's two small recordings from the command line (``sl.chapters.ch6.recordings``): the frozen arms under plain
 gradient descent (``ch6_frozen_gd``: structured and random frozen embeddings, five seeds each, about two
 CPU-minutes) and the pure reasoning task over ten seeds per initialization rate (``ch6_pure_task``: about one
 CPU-minute). What each run records: the recorders' docstrings.
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--arms", nargs="+", default=None, help="frozen_gd only: structured, random, 'weak g1'")
     p.add_argument("--out", type=Path, required=True, help="result file (JSON)")
     args = p.parse_args(argv)
-    recorder = getattr(sl.recordings.ch6, args.which)
+    recorder = getattr(sl.chapters.ch6.recordings, args.which)
     options = {"device": args.device}
     if args.seeds is not None:
         options["seeds"] = range(args.first_seed, args.first_seed + args.seeds)

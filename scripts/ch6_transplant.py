@@ -1,5 +1,5 @@
-"""Chapter 6's transplant experiment (``sl.recordings.ch6.transplant``) from the command line: ten donor Emb-MLPs
-trained to their first plateau, then thirty fresh small-init receivers in three arms of ten seeds (their own
+"""Chapter 6's transplant experiment (``sl.chapters.ch6.recordings.transplant``) from the command line: ten donor
+Emb-MLPs trained to their first plateau, then thirty fresh small-init receivers in three arms of ten seeds (their own
 embeddings, the donor's, a random embedding of the donor's norm), saved as a small JSON result the chapter loads
 (``sl.recordings.obtain("ch6_transplant")``). What each run records: the recorder's docstring.
 
@@ -33,7 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    result = sl.recordings.ch6.transplant(donor_steps=args.donor_steps, steps=args.steps,
+    result = sl.chapters.ch6.recordings.transplant(donor_steps=args.donor_steps, steps=args.steps,
                                             seeds=range(args.seeds), records_per_decade=args.records_per_decade,
                                             device=args.device)
     result["config"]["out"] = str(args.out)

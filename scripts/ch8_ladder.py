@@ -23,7 +23,7 @@ which runs, in this order,
 and, with ``long`` (``python scripts/ch8_ladder.py long``: about 40 minutes), the trigram chain and the corpus
 continued to 24,000 steps, seeds 0-1 (does the order-1 curve level off or take its stair?). The shipped chain
 results were recorded before ``real_text`` stored the texts' order-1 signal with them; it was added afterwards
-with ``sl.recordings.ch8.ladder_signal()``, the call ``real_text`` now makes (deterministic: generator seed 0):
+with ``sl.chapters.ch8.recordings.ladder_signal()``, the call ``real_text`` now makes (deterministic: generator seed 0):
 
     python scripts/ch8_real_text.py --text trigram_chain --seeds 2 --steps 24000 --device cpu \\
         --out staircase_lib/data/ch8_ladder_trigram_long.json

@@ -1,4 +1,4 @@
-"""Chapter 8's real-text runs (``sl.recordings.ch8.real_text``) from the command line: tiny GPTs trained on the
+"""Chapter 8's real-text runs (``sl.chapters.ch8.recordings.real_text``) from the command line: tiny GPTs trained on the
 docstrings of Python's standard library (``sl.corpus.TextCorpus.from_python_docs``), several seeds and init scales
 as one batched ensemble, saved as a small JSON result the chapter loads
 (``sl.recordings.obtain("ch8_real_text")``).
@@ -103,7 +103,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="word-level tokens (with <unk>) or a byte-pair encoding trained on the corpus")
     p.add_argument("--variant", type=int, default=None,
                    help="train on a corpus changed the way another Python's would be, with this seed")
-    p.add_argument("--text", choices=list(sl.recordings.ch8.TEXTS), default="corpus",
+    p.add_argument("--text", choices=list(sl.chapters.ch8.recordings.TEXTS), default="corpus",
                    help="train on the corpus or on its counted bigram / trigram chain (sampled afresh every batch)")
     p.add_argument("--gpt2", action="store_true",
                    help="GPT-2's recipe: pre-LayerNorm, tied embeddings, init std 0.02 (residual outputs / "
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> dict:
         settings.update(GPT2_RECIPE, tied=True)
     if args.warmup_steps is not None:
         settings["warmup_steps"] = args.warmup_steps
-    result = sl.recordings.ch8.real_text(**settings, keep_embeddings=args.embeddings is not None)
+    result = sl.chapters.ch8.recordings.real_text(**settings, keep_embeddings=args.embeddings is not None)
     if args.embeddings is not None:
         torch.save(result.pop("embeddings"), args.embeddings)
     result["config"]["out"] = str(args.out)
@@ -151,6 +151,6 @@ if __name__ == "__main__":
     print(f"levels {levels}; chance {result['chance']}; trained in {result['train_seconds']:.0f} s")
     step = result["step"]
     for r in result["runs"]:
-        peak = {k: max(r[f"cka_{k}"]) - result["chance"][k] for k in sl.recordings.ch8.CURVES}
+        peak = {k: max(r[f"cka_{k}"]) - result["chance"][k] for k in sl.chapters.ch8.recordings.CURVES}
         print(f"gamma {r['gamma']} seed {r['seed']}: loss {r['loss'][-1]:.3f} (held out {r['heldout_loss'][-1]:.3f}), "
               "peak - chance " + ", ".join(f"{k} {v:+.2f}" for k, v in peak.items()))

@@ -1,5 +1,5 @@
 """Chapter 9's staircase on seeds the chapter does not use, and under large initialization (the control), from
-the command line (``sl.recordings.ch9.seeds_and_control``).
+the command line (``sl.chapters.ch9.recordings.seeds_and_control``).
 
 What each run records, and which seeds and init scales run: the recorder's docstring.
 
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--device", default="cpu", help="cpu, auto or cuda")
     args = parser.parse_args(argv)
-    result = sl.recordings.ch9.seeds_and_control(seeds=args.seeds, steps=args.steps, device=args.device)
+    result = sl.chapters.ch9.recordings.seeds_and_control(seeds=args.seeds, steps=args.steps, device=args.device)
     result["config"]["out"] = str(args.out)
     sl.results.save(result, args.out)
     return result

@@ -32,10 +32,10 @@ settings.load_profile("staircase")
 # most slow tests carry @pytest.mark.slow where they are written. These two files are marked from here instead, by
 # test name (tests/test_slow_marks.py checks that every name is still a test there).
 SLOW_ELSEWHERE = {
-    "test_claims_ch4.py": {"test_new_seeds_follow_the_gradient_descent_law",
+    "test_ch4_claims.py": {"test_new_seeds_follow_the_gradient_descent_law",
                            "test_new_seeds_rise_in_order_and_rest_on_level_1",
                            "test_sweep_script_runs_at_tiny_size_and_its_cut_off_result_fails_the_claim"},
-    "test_claims_ch8.py": {"test_the_bigram_and_plateau_claims_fail_on_a_shuffled_corpus"},
+    "test_ch8_claims.py": {"test_the_bigram_and_plateau_claims_fail_on_a_shuffled_corpus"},
 }
 
 

@@ -101,7 +101,7 @@ def test_fit_line_has_one_home_and_its_old_paths_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert metrics.fit_line([0, 1], [1.0, 3.0])[0] == pytest.approx(2.0)
-    for old in ("staircase_lib.claims.base", "staircase_lib.claims.ch4"):
+    for old in ("staircase_lib.claims.base", "staircase_lib.chapters.ch4.claims"):
         module = importlib.import_module(old)
         with pytest.warns(DeprecationWarning, match="staircase_lib.metrics.fit_line"):
             assert module.fit_line is metrics.fit_line

@@ -28,11 +28,11 @@ def test_the_welcome_figure_is_drawn_from_the_recorded_runs(tmp_path: Path) -> N
 
 def test_the_recorded_runs_show_the_staircase() -> None:
     _, _, times = _tool().recorded_runs(1.0)
-    claim = sl.claims.ch4.stair_order(times)
+    claim = sl.chapters.ch4.claims.stair_order(times)
     assert claim, claim
     # the same predicate fails on the large-initialization runs of the same file (stair 1 before stair 0)
     _, _, large = _tool().recorded_runs(0.25)
-    assert not sl.claims.ch4.stair_order(large)
+    assert not sl.chapters.ch4.claims.stair_order(large)
 
 
 def test_an_unknown_gamma_is_a_value_error() -> None:

@@ -40,7 +40,7 @@ PROOF_KINDS = {"prf:definition": "Definition", "prf:proposition": "Proposition",
                "prf:lemma": "Lemma", "prf:corollary": "Corollary"}
 PAGE_CALL = re.compile(r"\b(?:sl|staircase_lib)\.(?P<path>(?:pages\.ch\d+|chapters\.ch\d+\.page)\.[a-z_]\w*)\(")
 """A call of what a chapter's page measures (``sl.chapters.ch4.page.staircase(...)``, or by its former path
-``sl.pages.ch4.staircase(...)``), which the book may hide."""
+``sl.chapters.ch4.page.staircase(...)``), which the book may hide."""
 PREDICT = re.compile(r"\bpredict", re.IGNORECASE)
 
 

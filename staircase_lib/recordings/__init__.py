@@ -4,6 +4,8 @@ the result (a dict of rounded lists) that ``results.save`` writes and ``results.
 The scripts in ``scripts/`` are their command lines. :func:`obtain` is what a chapter calls: the shipped result,
 or, with ``STAIRCASE_FULL=1`` (off by default, also on a GPU; see ``runtime.full_runs``), the same runs trained live
 with the settings the result recorded (same seeds, so the chapter's claims check them the same way).
+Each chapter's recorders live in its wing, ``staircase_lib/chapters/chN/recordings.py``, and register themselves here
+(:func:`records`).
 """
 from __future__ import annotations
 
@@ -11,37 +13,28 @@ import inspect
 from collections.abc import Callable
 
 from .. import results, runtime
-from . import ch3, ch4, ch5, ch6, ch8, ch9
+from .._deprecated import old_chapter_modules
 
-__all__ = ["ch3", "ch4", "ch5", "ch6", "ch8", "ch9", "obtain", "rerun"]
+__all__ = ["obtain", "rerun", "records"]
 
-# every shipped result a chapter or a test loads -> the function that recorded it
-RECORDERS: dict[str, Callable[..., dict]] = {
-    "ch3_gradient_descent": ch3.gradient_descent_stage0,
-    **{name: ch4.sweep for name in ("ch4_init_sweep", "ch4_staircase", "ch4_gd_timing", "ch4_gd_escape",
-                                    "ch4_new_seeds", "ch4_gd_escape_new_seeds", "ch4_activations", "ch4_linear",
-                                    "ch4_gd_kick", "ch4_gd_kick_new_seeds", "ch4_gd_pair_timing",
-                                    "ch4_gd_pair_timing_new_seeds")},
-    **{name: ch4.exact_gradient for name in ("ch4_gd_kick_population", "ch4_gd_kick_population_new_seeds")},
-    "ch5_attention": ch5.attention,
-    "ch5_trap_control": ch5.trap_control,
-    "ch5_pair_stair": ch5.pair_stair,
-    "ch6_transplant": ch6.transplant,
-    "ch6_frozen_gd": ch6.frozen_gd,
-    "ch6_frozen_gd_weak_g1": ch6.frozen_gd,
-    "ch6_pure_task": ch6.pure_task,
-    **{name: ch8.real_text for name in ("ch8_real_text", "ch8_real_text_large_init", "ch8_real_text_tied",
-                                        "ch8_real_text_long", "ch8_predictions_g100", "ch8_predictions_g050",
-                                        "ch8_predictions_g025", "ch8_predictions_shuffled",
-                                        "ch8_predictions_new_seeds", "ch8_predictions_seed4", "ch8_gpt2_word_d64",
-                                        "ch8_gpt2_bpe_d64", "ch8_gpt2_word_d128", "ch8_gpt2_bpe_d128",
-                                        "ch8_predictions_seed2", "ch8_variant", "ch8_gpt2_word_d64_no_warmup",
-                                        "ch8_gpt2_word_d256", "ch8_gpt2_bpe_d256")},
-    **{name: ch8.real_text for name in ("ch8_ladder_trigram", "ch8_ladder_bigram", "ch8_real_text_gpt2_gamma",
-                                        "ch8_ladder_corpus", "ch8_ladder_trigram_long",
-                                        "ch8_ladder_corpus_long")},
-    "ch9_seeds": ch9.seeds_and_control,
-}
+# every shipped result a chapter or a test loads -> the function that recorded it: each chapter's wing
+# registers its recorders (``@records(name, ...)`` above the function) when ``staircase_lib`` is imported
+RECORDERS: dict[str, Callable[..., dict]] = {}
+
+
+def records(*names: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
+    """Register the decorated recorder as the function that recorded the shipped results ``names``."""
+    def register(recorder: Callable[..., dict]) -> Callable[..., dict]:
+        for name in names:
+            known = RECORDERS.get(name)
+            if known is not None and (known.__module__, known.__qualname__) != (recorder.__module__,
+                                                                                  recorder.__qualname__):
+                raise ValueError(f"{name!r} is recorded by {known.__module__}.{known.__qualname__} already")
+            RECORDERS[name] = recorder
+        return recorder
+
+    return register
+
 
 _NOT_SETTINGS = {"keep_embeddings"}  # recorder options that shape the output, not the runs
 
@@ -81,3 +74,6 @@ def obtain(name: str, *, live: bool | None = None) -> results.RecordedResult:
     if not live:
         return results.recorded(name)
     return results.RecordedResult.from_dict(rerun(name, device="auto"))
+
+# the chapter modules moved to the chapters' wings (staircase_lib/chapters/chN/); their old paths, for one release
+__getattr__ = old_chapter_modules(__name__)

@@ -1,0 +1,6 @@
+"""Chapter 9's wing: ``claims``: its claims (one predicate per claim); ``recordings``: its recorders (the long runs
+behind its shipped results); ``page``: its page (what it measures, one call per experiment). The shared bases they
+build on stay in ``staircase_lib``."""
+from . import claims, recordings, page
+
+__all__ = ["claims", "recordings", "page"]
