@@ -351,6 +351,7 @@ def _call_note(path: str, source_url: str | None) -> str | None:
     if not doc:
         return None
     summary = _first_sentence(" ".join(doc.split("\n\n")[0].split())).replace("``", "`")
+    summary = re.sub(r":(?:\w+:)+`~?([^`]+)`", r"`\1`", summary)  # Sphinx roles (:data:`LADDER`) as code
     shown = f"`sl.{path}`"
     if source_url:
         file = Path(inspect.getsourcefile(function)).resolve()
