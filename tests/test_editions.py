@@ -244,3 +244,13 @@ def test_the_built_chapter_pages_launch_colab_on_the_editions():
     assert f"/blob/main/notebooks/{CHAPTERS[1].name}" in page
     assert f"/blob/main/notebooks/student/{CHAPTERS[1].name}" in page
     assert not re.search(r"colab\.research\.google\.com/github/[^\"]*/chapters/", page), "a Colab link to a source"
+
+
+def test_a_student_check_cell_that_uses_the_function_waits_for_it_instead_of_stopping_run_all():
+    cell = nbformat.v4.new_code_cell("sl.exercises.check_f(f)\nvalue = f(2)  # uses it\nprint(value)")
+    made = editions._non_stopping_check(cell)
+    namespace = {"sl": type("sl", (), {"exercises": type("ex", (), {"check_f": staticmethod(lambda f, **k: False)})}),
+                 "f": lambda x: (_ for _ in ()).throw(NotImplementedError("ex-9.9: f"))}
+    exec(made.source, namespace)  # an unsolved stub: no exception escapes
+    assert made.source.startswith("sl.exercises.check_f(f, raise_on_failure=False)\ntry:")
+    assert editions._non_stopping_check(nbformat.v4.new_code_cell("x = 1")).source == "x = 1"

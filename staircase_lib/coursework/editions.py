@@ -321,11 +321,21 @@ CHECK_CALL = re.compile(r"(sl\.exercises\.check_\w+\()(?P<args>[^()]*)\)")
 
 
 def _non_stopping_check(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A student edition's check cell: the check prints its verdict (``raise_on_failure=False``), and what the cell
+    does after the check with the learner's function waits, with a message, until the function is written."""
     if not CHECK_CALL.search(cell.source):
         return cell
     cell = copy.deepcopy(cell)
-    cell.source = CHECK_CALL.sub(lambda m: f"{m[1]}{m['args']}, raise_on_failure=False)", cell.source)
-    cell.metadata["tags"] = [t for t in cell.metadata.get("tags", []) if t != "raises-exception"]
+    lines = CHECK_CALL.sub(lambda m: f"{m[1]}{m['args']}, raise_on_failure=False)", cell.source).split("\n")
+    last_check = max(i for i, line in enumerate(lines) if "sl.exercises.check_" in line)
+    rest = lines[last_check + 1:]
+    if any(line.strip() and not line.strip().startswith("#") for line in rest):
+        lines = lines[:last_check + 1] + [
+            "try:  # this part runs your function: it waits until the function is written",
+            *[f"    {line}" if line.strip() else line for line in rest],
+            "except NotImplementedError as unsolved:",
+            '    print(f"(skipped until you solve it: {unsolved})")']
+    cell.source = "\n".join(lines)
     return cell
 
 
