@@ -9,6 +9,8 @@ import torch
 import staircase_lib as sl
 from staircase_lib.chapters.ch8 import page as ch8
 
+from conftest import claims_hold
+
 
 @pytest.fixture(scope="module")
 def pred():
@@ -134,3 +136,22 @@ def test_the_control_ladder_on_the_recorded_chains(recorded):
     # the order-1 signal the page states before the runs: the bigram chain's is counting noise
     signal = ladder.signal
     assert signal["bigram_chain"]["information"] == 0 < signal["trigram_chain"]["information"]
+
+
+def test_the_attention_experiment_and_the_ladder_figure_come_from_the_page_module():
+    import matplotlib.pyplot as plt
+
+    recorded = sl.recordings.obtain("ch8_real_text")
+    seeds = [0, 1, 2]
+    runs = [r for r in recorded.runs if r.seed in seeds]  # the recorded runs stand in for the live ones
+    entropy = [r.attention_entropy.mean(0) for r in runs]
+    t_bigram = [sl.chapters.ch8.claims.stair(recorded.steps, r.cka_bigram) for r in runs]
+    attention = sl.chapters.ch8.page.attention(recorded.steps, entropy, t_bigram, recorded, seeds)
+    claims_hold(attention, "attention uniform to the bigram stair (live)", "attention then selective (recorded)")
+    flat = [torch.full_like(e, 0.5) for e in entropy]  # never uniform: the live claim must fail
+    assert not sl.chapters.ch8.page.attention(recorded.steps, flat, t_bigram, recorded, seeds).claims[
+        "attention uniform to the bigram stair (live)"]
+    ladder = sl.chapters.ch8.page.ladder(recorded)
+    fig = sl.chapters.ch8.page.plot_ladder(ladder, recorded, seeds)
+    assert len(fig.axes) == 2 and len(fig.axes[1].lines) == 3 * 3 + 3  # pair curves of 3 texts, lag 2 on one
+    plt.close(fig)

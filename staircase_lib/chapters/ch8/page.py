@@ -20,7 +20,7 @@ from . import claims as ch8
 from . import recordings as ch8_recordings
 
 __all__ = ["Experiment", "ORDER0", "plateaus", "live_plateau", "new_seeds", "predictions", "later_kernels",
-           "initialization", "gpt2", "variant", "ladder"]
+           "initialization", "gpt2", "variant", "ladder", "attention", "plot_ladder"]
 
 # the order-0 kernels of the page, lag 1 first
 ORDER0 = ("bigram", "skipgram2", "skipgram3", "bag")
@@ -600,3 +600,61 @@ def ladder(recorded, gpt2_gamma=None, longer=None, long_runs=None) -> Experiment
         glue("ch8_g059_std", 64 ** -float(gr.runs[0].gamma), "{:.3f}")
         out["gpt2_gamma"] = gr
     return Experiment(SimpleNamespace(reads=reads, extra=extra, **out), claims)
+
+
+def attention(steps: torch.Tensor, entropy: Sequence[torch.Tensor], t_bigram: Sequence[float | None], recorded,
+              seeds: Sequence[int]) -> Experiment:
+    """Attention through the bigram stair: the live runs' mean normalized attention entropy (``entropy``, one
+    Tensor[T] per run on ``steps``) stays uniform up to each run's bigram stair (``t_bigram``), and the recorded
+    runs of ``seeds`` (``recorded``: ``ch8_real_text``) turn selective after theirs. Claims: attention uniform to
+    the bigram stair (live), attention then selective (recorded)."""
+    uniform = ch8.in_every_run([ch8.attention_uniform_through(steps, e, t) for e, t in zip(entropy, t_bigram)],
+                               "attention uniform through the bigram stair (live)")
+    selective = ch8.in_every_run(
+        [ch8.attention_uniform_through(recorded.steps, r.attention_entropy.mean(0),
+                                       ch8.stair(recorded.steps, r.cka_bigram), then_selective=True)
+         for r in recorded.runs if r.seed in seeds],
+        "attention uniform, then selective (recorded)")
+    at_stair = [float(e[int((steps <= t).sum()) - 1]) for e, t in zip(entropy, t_bigram)]
+    glue("ch8_entropy_stair", "still 1.00 (uniform, to two decimals) in every run" if min(at_stair) >= 0.995
+         else f"at least {min(at_stair):.2f}", "{}")
+    glue_bound("ch8_entropy_end_recorded", max(n["end"] for n in selective.numbers["runs"]), "upper", 2)
+    return Experiment(SimpleNamespace(at_stair=at_stair),
+                      {"attention uniform to the bigram stair (live)": uniform,
+                       "attention then selective (recorded)": selective})
+
+
+def plot_ladder(ladder: Experiment, recorded, seeds: Sequence[int]):
+    """The control ladder's figure: held-out loss (left, each chain's bigram level dashed, the trigram chain's
+    floor dotted) and the order-1 partial alignment minus chance (right, with the bigram chain's lag 2 beyond
+    lag 1 in grey) of the runs of ``seeds`` on the bigram chain, the trigram chain and the corpus (``recorded``)."""
+    import matplotlib.pyplot as plt
+
+    from ... import plotting
+
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.2), constrained_layout=True)
+    texts = {"bigram chain": ladder.texts["bigram_chain"], "trigram chain": ladder.texts["trigram_chain"],
+             "corpus": recorded}
+    for k, (name, result) in enumerate(texts.items()):
+        style = plotting.order_style(k, markers=False)
+        x = result.steps.clamp(min=1)
+        for s, r in enumerate(r for r in result.runs if r.seed in seeds):
+            lw, first = (1.6, True) if s == 0 else (0.6, False)
+            axes[0].plot(x, r.heldout_loss, **style, lw=lw, label=name if first else None)
+            axes[1].plot(x, r.cka_pair_partial - result.chance["pair_partial"], **style, lw=lw,
+                         label=f"{name}: pair beyond order 0" if first else None)
+            if k == 0:
+                axes[1].plot(x, r.cka_skipgram2_partial - result.chance["skipgram2_partial"], color="grey",
+                             ls="--", lw=lw, label="bigram chain: lag 2 beyond lag 1" if first else None)
+        if k < 2:
+            axes[0].axhline(float(result.levels["bigram"]), color=style["color"], ls="--", lw=1)
+    axes[0].axhline(float(texts["trigram chain"].levels["floor"]), color=plotting.ORDER_COLORS[1], ls=":", lw=1.2,
+                    label="trigram chain: floor")
+    axes[0].set(xscale="log", ylim=(2.8, 6.4), xlabel="training step (log scale)", ylabel="held-out loss (nats)",
+                title="loss; dashed: each chain's bigram level")
+    axes[1].axhspan(-0.05, 0.05, color="grey", alpha=0.15, label="chance +- 0.05 (least stair)")
+    axes[1].set(xscale="log", xlabel="training step (log scale)", ylabel="partial alignment minus chance",
+                title="order 1 on the corpus's kernels")
+    axes[0].legend(fontsize=8, loc="upper right")
+    axes[1].legend(fontsize=8, loc="upper left")
+    return fig
