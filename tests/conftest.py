@@ -39,6 +39,7 @@ SLOW_ELSEWHERE = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark the tests named in :data:`SLOW_ELSEWHERE` slow (before ``-m`` selects), then put the files that hold
     a slow test first, each file's tests still together and in order. pytest-xdist hands the tests to its workers
@@ -52,6 +53,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     # A module-scoped fixture (a graded class, a set of trained runs) is computed once per worker that runs a test
     # using it: the tests of a file that use one form one xdist group, so under `--dist loadgroup` (make test, make
     # check) one worker runs them all and the fixture is computed once. Tests with a group of their own keep it.
+    # pytest-xdist reads the groups in its own hook, so this one runs first (tryfirst); test_xdist_groups.py checks
+    # that the fixture is computed once.
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         if info is None or item.get_closest_marker("xdist_group") is not None:

@@ -270,7 +270,7 @@ def test_a_cell_that_ignores_the_interrupt_gets_the_kernel_restarted(tmp_path):
     ("this is not json", "not a readable Jupyter notebook"),
     ('{"cells": 3, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "not a readable Jupyter notebook"),
     (nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")])), "contains no registered exercise"),
-])
+], ids=["missing", "not json", "cells not a list", "no exercise"])  # the notebook's random cell id: no id from it
 def test_a_notebook_that_cannot_be_graded_exits_non_zero_and_says_why(content, reason, tmp_path, capsys):
     path = tmp_path / "submission.ipynb"
     if content is not None:
