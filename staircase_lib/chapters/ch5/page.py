@@ -280,6 +280,14 @@ def saturation_trap(page: Experiment) -> Experiment:
     glue("ch5_control_above_own", _listed([f - x for f, x in zip(final(control.runs), own_level2)],
                                           "{:+.3f}"), "{}")
     glue("ch5_eval_noise", noise, "{:.3f}")
+    # in noise SDs above each run's own level 2: within 2 "on level 2"; beyond 2 "short of it, not through"
+    sds = [(f - x) / noise for f, x in zip(final(control.runs), own_level2)]
+    glue("ch5_control_sds", _listed(sds, "{:+.1f}"), "{}")
+    on, short = sum(abs(z) <= 2 for z in sds), [k for k, z in enumerate(sds) if z > 2]
+    seeds = [r.seed for r in control.runs]
+    glue("ch5_control_on_level2", f"{on} of {len(sds)}", "{}")
+    glue("ch5_control_short", "no run" if not short else
+         "seed" + ("s " if len(short) > 1 else " ") + ", ".join(str(seeds[k]) for k in short), "{}")
     progress = numbers["forward_progress"]
     most_trapped = 3 + min(range(3), key=lambda k: progress[k])  # among the book's forward seeds 3-5
     return Experiment(SimpleNamespace(forward_runs=forward_runs, reversed_runs=reversed_runs, control=control,

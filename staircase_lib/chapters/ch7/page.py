@@ -213,6 +213,21 @@ def timing(geo: Experiment, spearman_curves: Mapping[str, torch.Tensor]) -> Expe
         index = run.steps.tolist().index(at) if at is not None else -1
         early.append(metrics.principal_components(run.embeddings[index], k=2)[1].tolist())
     glue("ch7_ring_shares_early", "; ".join(f"{a:.0%} / {b:.0%}" for a, b in early), "{}")
+    # the modular runs' first rest in accuracy: 1/n1, what the first operand alone gives (stair 0's accuracy)
+    ring_task = geo.groups["modular, gamma 1"][1]
+    stair0 = 1 / ring_task.operand_width
+    median = accuracy_curves["modular, gamma 1"].median(0).values
+    near = ((median - stair0).abs() <= 0.02).tolist()
+    best, start = (0, 0), None
+    for i, close in enumerate(near + [False]):
+        if close and start is None:
+            start = i
+        elif not close and start is not None:
+            best, start = max(best, (i - start, start)), None
+    ring_steps = ring_runs[0].steps
+    glue("ch7_ring_stair0", stair0, "{:.2f}")
+    glue("ch7_ring_rest", f"from step {int(ring_steps[best[1]])} to {int(ring_steps[best[1] + best[0] - 1])}"
+         if best[0] else "at no record", "{}")
     return Experiment(SimpleNamespace(spearman_curves=dict(spearman_curves), accuracy_curves=accuracy_curves,
                                       order_steps=order_steps, accuracy_steps=accuracy_steps, leads=leads,
                                       alone=alone, ring_shares_early=early),
@@ -230,6 +245,9 @@ def plot_timing(geo: Experiment, t: Experiment):
             plotting.median_band(ax, x, curves[name][:, 1:], label=name, **style | {"markevery": 1})
     left.axhline(0.8, color="grey", ls=":", lw=1, label="level 0.8")
     right.axhline(0.5, color="grey", ls=":", lw=1, label="level 0.5")
+    n1 = geo.groups["modular, gamma 1"][1].operand_width
+    right.axhline(1 / n1, color=plotting.order_style(2)["color"], ls="--", lw=0.8,
+                  label=f"1/n1 = {1 / n1:.2f}: modular, first operand alone")
     left.set(xscale="log", xlabel="training step", ylabel="Spearman(kernel, cosine)",
              title="Signature similarity predicts embedding similarity")
     right.set(xscale="log", xlabel="training step", ylabel="accuracy (training pairs)", title="Accuracy",
