@@ -315,6 +315,49 @@ def test_median_is_the_true_median_and_refuses_nothing():
         metrics.median([1.0, float("nan")])
 
 
+def test_censored_median_is_the_median_while_fewer_than_half_are_censored():
+    assert metrics.censored_median([300, 100, 200]) == metrics.median([300, 100, 200]) == 200
+    assert metrics.censored_median([100, 200, 300, 400]) == 250  # the mean of the middle two, not torch's lower one
+    # fewer than half censored: they count as later than every finished run, the median is measured
+    assert metrics.censored_median([100, 200, None]) == 200
+    assert metrics.censored_median([100, 200, 300, None]) == 250
+    assert metrics.censored_median([400, None, 100, 300, 200]) == 300
+    assert metrics.censored_median([5.5]) == 5.5
+
+
+@pytest.mark.parametrize("times", [[None], [100, None], [100, None, None], [100, 200, None, None],
+                                   [None, None, None, 1, 2]])
+def test_censored_median_is_censored_when_half_or_more_are(times):
+    """The null: with half the runs censored or more, a middle value is censored, so the median is inf (never a
+    finished time, never NaN), whatever the finished times."""
+    assert metrics.censored_median(times) == math.inf
+
+
+@pytest.mark.parametrize("times,error,match", [
+    ([], ValueError, "at least one time"),
+    (5, TypeError, "times must be a sequence .* got int"),
+    ([1.0, float("nan")], ValueError, r"times\[1\] must be a finite number, or None .* got nan"),
+    ([1.0, math.inf], ValueError, r"times\[1\] must be a finite number"),
+    ([True, 2], ValueError, r"times\[0\] must be a finite number"),
+    (["3"], ValueError, r"times\[0\] must be a finite number"),
+])
+def test_censored_median_refuses_what_is_not_a_time(times, error, match):
+    with pytest.raises(error, match=match):
+        metrics.censored_median(times)
+
+
+def test_a_scale_free_stair_time_is_the_same_for_any_multiple_of_a_curve():
+    steps = torch.tensor([0, 10, 20, 30, 40])
+    curve = torch.tensor([0.0, 0.01, 0.03, 0.05, 0.06])  # rises by 0.06: no stair at the absolute min_rise 0.1
+    assert metrics.stair_time(steps, curve) is None
+    t = metrics.stair_time(steps, curve, interpolate=True, scale_free=True)
+    assert t == pytest.approx(20.0)
+    assert metrics.stair_time(steps, 1000 * curve, interpolate=True, scale_free=True) == pytest.approx(t)
+    assert metrics.stair_time(steps, torch.zeros(5), scale_free=True) is None  # no scale: censored
+    with pytest.raises(TypeError, match="scale_free"):
+        metrics.stair_time(steps, curve, scale_free="yes")
+
+
 def test_cka_chance_with_controls_is_the_partial_alignment_of_random_embeddings():
     """Random embeddings sit at the chance level of the partial alignment too, and it is not 0: with a
     control that explains the kernel entirely nothing is left to align with (0)."""

@@ -284,6 +284,14 @@ def test_value_path_leads_fails_on_uniform_growth_an_early_rise_and_a_score_firs
         ch5.value_path_leads_at_pair_stair(steps, [value], [score, score], [stair])
 
 
+def test_the_old_half_rise_is_the_scale_free_stair_time_with_a_warning():
+    steps = torch.tensor([0] + [round(10 ** (j / 40)) for j in range(1, 152)]).unique()
+    curve = 40 * _stair_curve(steps, 2000)
+    with pytest.warns(DeprecationWarning, match="use staircase_lib.metrics.stair_time"):
+        old = ch5.half_rise(steps, curve)
+    assert old == sl.metrics.stair_time(steps, curve, interpolate=True, scale_free=True) == pytest.approx(2000, rel=0.05)
+
+
 def test_saturation_trap_as_a_hypothesis_holds_on_the_recording_and_fails_on_equal_counts():
     recorded = sl.recordings.obtain("ch5_attention", live=False)
     steps, levels = recorded.steps, torch.as_tensor(recorded.levels)

@@ -6,6 +6,7 @@ with the numbers it decided on. ``tests/chapters/test_ch5_claims.py`` runs each 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Mapping, Sequence
 
 import torch
@@ -208,14 +209,12 @@ def pair_stair_stalls(steps: torch.Tensor, losses: Sequence[torch.Tensor], level
 
 
 def half_rise(steps: torch.Tensor, curve: torch.Tensor) -> float | None:
-    """The half-rise time (:func:`~staircase_lib.metrics.stair_time`, interpolated between records) of
-    ``curve`` divided by its largest absolute value, so that the detector's minimum rise (0.1) is a tenth of the
-    curve's own scale and a curve and any multiple of it have the same time. None if it never rises."""
-    curve = torch.as_tensor(curve, dtype=torch.float64)
-    scale = float(curve.abs().max())
-    if not scale > 0:
-        return None
-    return stair_time(steps, curve / scale, interpolate=True)
+    """Deprecated (goes in the next release): :func:`staircase_lib.metrics.stair_time` with ``interpolate=True,
+    scale_free=True``, the one half-rise time, which :func:`value_path_leads_at_pair_stair` now calls."""
+    warnings.warn("staircase_lib.chapters.ch5.claims.half_rise is deprecated: use staircase_lib.metrics.stair_time("
+                  "steps, curve, interpolate=True, scale_free=True) (the old name goes in the next release)",
+                  DeprecationWarning, stacklevel=2)
+    return stair_time(steps, torch.as_tensor(curve, dtype=torch.float64), interpolate=True, scale_free=True)
 
 
 def value_path_leads_at_pair_stair(steps: torch.Tensor, value_pair: Sequence[torch.Tensor],
@@ -223,9 +222,10 @@ def value_path_leads_at_pair_stair(steps: torch.Tensor, value_pair: Sequence[tor
                                    window: float = 2.0, lead: float = 0.0) -> Claim:
     """The heuristic "the value path grows before the query-key map", at the pair stair: in every run the pair
     part of the value-readout map (``value_pair``: ``||W_U W_O W_V E^T P_1||`` over time, one Tensor[T] per run)
-    reaches half its rise (:func:`half_rise`) within a factor ``window`` of the run's order-1 stair time
-    (``pair_stairs``, from the alignment: it grows at the pair stair, not in the order-0 stage), and strictly
-    before the readout's score on the pair partner minus its mean (``partner_score``) does. ``lead``: the least
+    reaches half its rise (:func:`~staircase_lib.metrics.stair_time`, interpolated, ``scale_free``) within a
+    factor ``window`` of the run's order-1 stair time (``pair_stairs``, from the alignment: it grows at the pair
+    stair, not in the order-0 stage), and strictly before the readout's score on the pair partner minus its
+    mean (``partner_score``) does. ``lead``: the least
     lead asked for, as a fraction of the score's time (0: strictly before). How late the score rises is not
     part of the claim (after the stair it keeps growing while the softmax saturates).
 
@@ -236,8 +236,8 @@ def value_path_leads_at_pair_stair(steps: torch.Tensor, value_pair: Sequence[tor
     if not (len(value_pair) == len(partner_score) == len(pair_stairs)) or not len(value_pair):
         raise ValueError(f"value_pair, partner_score and pair_stairs must list the same runs (at least one), got "
                          f"{len(value_pair)}, {len(partner_score)} and {len(pair_stairs)}")
-    value_times = [half_rise(steps, v) for v in value_pair]
-    score_times = [half_rise(steps, q) for q in partner_score]
+    value_times = [stair_time(steps, v, interpolate=True, scale_free=True) for v in value_pair]
+    score_times = [stair_time(steps, q, interpolate=True, scale_free=True) for q in partner_score]
     leads, ok = [], []
     for v, q, t in zip(value_times, score_times, pair_stairs):
         if v is None or q is None or t is None:
