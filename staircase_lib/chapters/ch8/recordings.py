@@ -162,7 +162,8 @@ class RealTextConfig:
     def recorded(self) -> dict:
         """The settings as a result records them (JSON: sequences as lists); ``RealTextConfig(**recorded())``
         is this config again."""
-        return {f.name: list(v) if isinstance(v, tuple) else v for f in fields(self) for v in [getattr(self, f.name)]}
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
 
 
 def _config_of(config: RealTextConfig | None, settings: dict) -> RealTextConfig:
