@@ -12,9 +12,9 @@ from ._checks import check_bool, check_finite_float, check_positive_int, check_s
 
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "partial_alignment_curve",
            "projection_curve", "smooth", "stair_time", "stair_times", "attention_entropy", "crossing_time",
-           "half_fall_time", "cosine", "rank_correlation", "principal_components", "neighbour_agreement",
-           "chance_approximation", "angular_coverage", "median", "censored_median", "fit_line", "paired_lead",
-           "pair_margin", "crossing_times", "pair_stair_times"]
+           "half_fall_time", "dwell_decades", "rest_span", "cosine", "rank_correlation", "principal_components",
+           "neighbour_agreement", "chance_approximation", "angular_coverage", "median", "censored_median", "fit_line",
+           "paired_lead", "pair_margin", "crossing_times", "pair_stair_times"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -317,6 +317,63 @@ def half_fall_time(steps: torch.Tensor, loss: torch.Tensor, interpolate: bool = 
     if start - low <= 1e-9:
         return None
     return crossing_time(steps, loss, (start + low) / 2, interpolate=interpolate)
+
+
+def _band_curve(steps: torch.Tensor, curve: torch.Tensor, level: float, tolerance: float) -> tuple:
+    """``steps`` and ``curve`` (Tensor[T] each) from step 1 on, in double precision, and the checked band."""
+    if not isinstance(steps, torch.Tensor) or not isinstance(curve, torch.Tensor):
+        raise TypeError("steps and curve must be tensors of shape [T]")
+    if steps.dim() != 1 or curve.shape != steps.shape:
+        raise ValueError(f"steps and curve must be 1-D of equal length, got {tuple(steps.shape)}, {tuple(curve.shape)}")
+    level = check_finite_float("level", float(level))
+    tolerance = check_finite_float("tolerance", float(tolerance), minimum=0.0)
+    steps, curve = steps.double(), curve.detach().double()
+    keep = steps >= 1
+    return steps[keep], curve[keep], level, tolerance
+
+
+def dwell_decades(steps: torch.Tensor, curve: torch.Tensor, level: float, tolerance: float) -> float:
+    """How long (in decades of steps) ``curve`` rests on ``level``: the longest stretch of consecutive records
+    (steps >= 1) that are all within ``tolerance`` of ``level``, as log10(last step / first step) of that
+    stretch; 0 if none. One contiguous rest: a curve that passes the level several times does not add its
+    visits up. ``steps``, ``curve``: Tensor[T]."""
+    steps, curve, level, tolerance = _band_curve(steps, curve, level, tolerance)
+    near = ((curve - level).abs() <= tolerance).tolist()
+    best, start = 0.0, None
+    for i, here in enumerate(near + [False]):
+        if here and start is None:
+            start = i
+        elif not here and start is not None:
+            best = max(best, float(steps[i - 1].log10() - steps[start].log10()))
+            start = None
+    return best
+
+
+def rest_span(steps: torch.Tensor, curve: torch.Tensor, level: float, tolerance: float) -> tuple[float, float]:
+    """How long a falling ``curve`` (a loss; Tensor[T] on ``steps``) spends on ``level``, from entering its band
+    to leaving it for good, as ``(decades, steps)``. The band is ``tolerance`` either side of the level; the
+    entry is the first crossing of its top edge and the exit the crossing after the *last* record at or above its
+    bottom edge (both interpolated between records; the run's end if the curve never goes below). Noise that
+    throws records out of the band and back does not shorten the span (it can only lengthen it), and a rest
+    that comes later keeps its length in steps while its length in decades shrinks, so a claim of *no* rest
+    reads both. ``(0, 0)`` if the curve never enters the band or passes it between two records. Unlike
+    :func:`dwell_decades` (the longest stretch of records inside the band), records that leave the band and
+    come back count."""
+    steps, curve, level, tolerance = _band_curve(steps, curve, level, tolerance)
+    top, bottom = level + tolerance, level - tolerance
+    entry = crossing_time(steps, curve, top, below=True, interpolate=True) if len(steps) else None
+    above = torch.nonzero(curve >= bottom).flatten()
+    if entry is None or not len(above):
+        return 0.0, 0.0
+    i = int(above[-1])
+    if i == len(curve) - 1:
+        leave = float(steps[-1])
+    else:
+        a, b = float(curve[i]), float(curve[i + 1])
+        leave = float(steps[i]) + (float(steps[i + 1]) - float(steps[i])) * (a - bottom) / (a - b)
+    if leave <= entry:
+        return 0.0, 0.0
+    return math.log10(leave / entry), leave - entry
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:

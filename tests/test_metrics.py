@@ -358,6 +358,25 @@ def test_a_scale_free_stair_time_is_the_same_for_any_multiple_of_a_curve():
         metrics.stair_time(steps, curve, scale_free="yes")
 
 
+def test_dwell_decades_is_the_longest_stretch_inside_the_band_and_rest_span_the_whole_stay():
+    steps = torch.tensor([0, 1, 10, 100, 1000, 10000])
+    # in the band at steps 10 and 100, out at 1000, back in at 10000: the dwell is one decade, the span three
+    curve = torch.tensor([2.0, 1.5, 1.02, 0.98, 1.2, 1.01])
+    assert metrics.dwell_decades(steps, curve, 1.0, 0.05) == pytest.approx(1.0)
+    decades, length = metrics.rest_span(steps, curve, 1.0, 0.05)
+    assert length == pytest.approx(10000 - (1 + 9 * 0.45 / 0.48)) and decades == pytest.approx(
+        math.log10(10000 / (1 + 9 * 0.45 / 0.48)))
+    never = torch.full((6,), 2.0)  # never on the level: no dwell, no rest
+    assert metrics.dwell_decades(steps, never, 1.0, 0.05) == 0.0 and metrics.rest_span(steps, never, 1.0, 0.05) == (
+        0.0, 0.0)
+    with pytest.raises(ValueError, match="tolerance must be"):
+        metrics.dwell_decades(steps, curve, 1.0, -0.1)
+    with pytest.raises(ValueError, match="equal length"):
+        metrics.rest_span(steps, curve[:3], 1.0, 0.05)
+    with pytest.raises(TypeError, match="tensors"):
+        metrics.rest_span(steps.tolist(), curve, 1.0, 0.05)
+
+
 def test_cka_chance_with_controls_is_the_partial_alignment_of_random_embeddings():
     """Random embeddings sit at the chance level of the partial alignment too, and it is not 0: with a
     control that explains the kernel entirely nothing is left to align with (0)."""
