@@ -22,7 +22,7 @@ from . import claims as ch5
 from .recordings import STRENGTHS
 
 __all__ = ["Experiment", "STRENGTHS", "staircase", "mean_pooling", "velocity", "bag_of_tokens", "pair_stair",
-           "adam_eps", "saturation_trap", "final_loss"]
+           "adam_eps", "saturation_trap"]
 
 
 def final_loss(loss: torch.Tensor, tail: int = 5) -> float:

@@ -18,7 +18,7 @@ from ...claims import glue, glue_bound
 from ...pages.base import Experiment, listed as _listed
 from . import claims as ch7
 
-__all__ = ["Experiment", "kernels", "plot_kernels", "number_geometry", "initial_geometry", "geometry", "plot_geometry",
+__all__ = ["Experiment", "kernels", "plot_kernels", "geometry", "plot_geometry",
            "plot_kernel_vs_cosine", "timing", "plot_timing", "held_out", "plot_held_out", "addition_explorer"]
 
 N_NUMBERS = 30

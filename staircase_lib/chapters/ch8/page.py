@@ -20,7 +20,7 @@ from . import claims as ch8
 from . import recordings as ch8_recordings
 
 __all__ = ["Experiment", "ORDER0", "plateaus", "live_plateau", "new_seeds", "predictions", "later_kernels",
-           "initialization", "gpt2", "variant", "ladder", "attention", "plot_ladder", "half_rise_time"]
+           "initialization", "gpt2", "variant", "ladder", "attention", "plot_ladder"]
 
 # the order-0 kernels of the page, lag 1 first
 ORDER0 = ("bigram", "skipgram2", "skipgram3", "bag")
