@@ -47,9 +47,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "control")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "control", "seeds")}
     recorder = sl.chapters.ch5.recordings.trap_control if args.control else sl.chapters.ch5.recordings.attention
-    result = recorder(**settings)
+    result = recorder(n_seeds=args.seeds, **settings)
     result["config"]["out"] = str(args.out)
     sl.results.save(result, args.out)
     return result

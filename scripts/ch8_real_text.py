@@ -80,7 +80,7 @@ GPT2_RECIPE = dict(layer_norm=True, init_std=0.02, optimizer="adamw", weight_dec
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--seeds", type=int, default=3, help="model seeds 0.. per gamma")
+    p.add_argument("--seeds", type=int, default=3, help="how many model seeds per gamma, from --first-seed on")
     p.add_argument("--first-seed", type=int, default=0, help="the first model seed")
     p.add_argument("--gammas", type=float, nargs="+", default=[1.0], help="init scales (std = fan_in ** -gamma)")
     p.add_argument("--tied", action="store_true", help="tie the unembedding to the embedding")
@@ -130,14 +130,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> dict:
-    args = parse_args(argv)
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "embeddings", "gpt2", "warmup_steps")}
+def config_of(args: argparse.Namespace) -> sl.chapters.ch8.recordings.RealTextConfig:
+    """The recorder's config the command line asks for (``--seeds N --first-seed F``: seeds F, ..., F + N - 1)."""
+    settings = {k: v for k, v in vars(args).items()
+                if k not in ("out", "embeddings", "gpt2", "warmup_steps", "seeds", "first_seed")}
+    settings["seeds"] = range(args.first_seed, args.first_seed + args.seeds)
     if args.gpt2:
         settings.update(GPT2_RECIPE, tied=True)
     if args.warmup_steps is not None:
         settings["warmup_steps"] = args.warmup_steps
-    result = sl.chapters.ch8.recordings.real_text(**settings, keep_embeddings=args.embeddings is not None)
+    return sl.chapters.ch8.recordings.RealTextConfig(**settings)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    result = sl.chapters.ch8.recordings.real_text(config_of(args), keep_embeddings=args.embeddings is not None)
     if args.embeddings is not None:
         torch.save(result.pop("embeddings"), args.embeddings)
     result["config"]["out"] = str(args.out)

@@ -18,6 +18,7 @@ __all__ = [
     "check_bool",
     "check_generator",
     "renamed_argument",
+    "check_seeds",
 ]
 
 
@@ -124,3 +125,21 @@ def renamed_argument(old: str, old_value: Any, new: str, new_value: Any, default
         raise TypeError(f"pass {new} only: {old} is its old name, got {old}={old_value!r} and {new}={new_value!r}")
     warnings.warn(f"{old}= is deprecated, pass {new}={old_value!r}", DeprecationWarning, stacklevel=3)
     return old_value
+
+
+def check_seeds(name: str, value: Any, stacklevel: int = 3) -> tuple[int, ...]:
+    """Return ``value`` (a sequence of seed integers: ``range(3)``, ``[0, 2]``) as a tuple of non-negative ints,
+    at least one and no repeats. A bare int, which some recorders once took as a count of seeds from 0, still
+    works for one release: it means ``range(value)``, with a DeprecationWarning (``stacklevel``: where it points,
+    counted from this function)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        check_positive_int(name, value)
+        warnings.warn(f"{name}={value} as a count of seeds is deprecated: {name} is the seeds themselves, pass "
+                      f"{name}=range({value})", DeprecationWarning, stacklevel=stacklevel)
+        value = range(value)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not len(value):
+        raise TypeError(f"{name} must be a non-empty sequence of seed integers (for example range(3)), got {value!r}")
+    seeds = tuple(check_nonnegative_int(f"{name}[{i}]", s) for i, s in enumerate(value))
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name} must not repeat a seed, got {list(seeds)}")
+    return seeds

@@ -12,9 +12,9 @@ from ._checks import check_bool, check_finite_float, check_positive_int, check_s
 
 __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "partial_alignment_curve",
            "projection_curve", "smooth", "stair_time", "stair_times", "attention_entropy", "crossing_time",
-           "half_fall_time", "cosine", "rank_correlation", "principal_components", "neighbour_agreement",
-           "chance_approximation", "angular_coverage", "median", "fit_line", "paired_lead", "pair_margin",
-           "crossing_times", "pair_stair_times"]
+           "half_fall_time", "dwell_decades", "rest_span", "cosine", "rank_correlation", "principal_components",
+           "neighbour_agreement", "chance_approximation", "angular_coverage", "median", "censored_median", "fit_line",
+           "paired_lead", "pair_margin", "crossing_times", "pair_stair_times"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -193,21 +193,38 @@ def smooth(curve: torch.Tensor, window: int = 1) -> torch.Tensor:
 
 
 def stair_time(steps: torch.Tensor, curve: torch.Tensor, window: int = 1, min_rise: float = 0.1,
-               interpolate: bool = False, after: float | None = None) -> int | float | None:
-    """Half-rise time of a curve (Chapter 4), or ``None`` if it never rises by ``min_rise``.
+               interpolate: bool = False, after: float | None = None,
+               scale_free: bool = False) -> int | float | None:
+    """Half-rise time of a curve (Chapter 4), or ``None`` (censored) if it never rises by ``min_rise``: the one
+    half-rise time of a measured curve in the library.
 
     After smoothing, ``m_max`` is the curve's maximum and ``m_min`` its minimum before that peak; the
     stair time is the first step after that minimum where the curve reaches ``(m_min + m_max) / 2``
     (:func:`crossing_time`; with ``interpolate=True`` interpolated between records, a ``float``, so a
     timing law is not read off the grid of recorded steps). With ``after`` (a step; default None: the whole
     run) only the records from step ``after`` on are read (smoothed after the cut): the time of a later stair
-    that starts from where the stair below it left the curve; fewer than 2 such records give None.
+    that starts from where the stair below it left the curve; fewer than 2 such records give None. With
+    ``scale_free=True`` the curve is first divided by its largest absolute value, so ``min_rise`` is a share
+    of the curve's own scale and a curve and any positive multiple of it have the same time (an all-zero
+    curve gives None): for products of weights whose size says nothing (Chapter 5's value path and score).
+
+    ``steps``, ``curve``: Tensor[T]. The halfway level is read off the curve itself (its peak), so it needs no
+    target. :func:`staircase_lib.theory.half_rise_times` measures something else: when a deep linear network's
+    mode reaches a fraction of its *known* target singular value (the theory's half-time), whatever peak the
+    run reached; a run that stops short of its target has a stair time here but no half-rise time there.
     """
     if not isinstance(steps, torch.Tensor) or not isinstance(curve, torch.Tensor):
         raise TypeError("steps and curve must be tensors of shape [T]")
     if steps.dim() != 1 or curve.shape != steps.shape or len(steps) == 0:
         raise ValueError(f"steps and curve must be 1-D of equal length, got {tuple(steps.shape)}, {tuple(curve.shape)}")
     min_rise = check_finite_float("min_rise", min_rise, minimum=0.0)
+    check_bool("scale_free", scale_free)
+    if scale_free:
+        curve = curve.detach().double()
+        scale = float(curve.abs().max())
+        if not scale > 0:
+            return None
+        curve = curve / scale
     if after is not None:
         after = check_finite_float("after", float(after) if isinstance(after, torch.Tensor) else after)
         keep = steps >= after
@@ -302,6 +319,63 @@ def half_fall_time(steps: torch.Tensor, loss: torch.Tensor, interpolate: bool = 
     return crossing_time(steps, loss, (start + low) / 2, interpolate=interpolate)
 
 
+def _band_curve(steps: torch.Tensor, curve: torch.Tensor, level: float, tolerance: float) -> tuple:
+    """``steps`` and ``curve`` (Tensor[T] each) from step 1 on, in double precision, and the checked band."""
+    if not isinstance(steps, torch.Tensor) or not isinstance(curve, torch.Tensor):
+        raise TypeError("steps and curve must be tensors of shape [T]")
+    if steps.dim() != 1 or curve.shape != steps.shape:
+        raise ValueError(f"steps and curve must be 1-D of equal length, got {tuple(steps.shape)}, {tuple(curve.shape)}")
+    level = check_finite_float("level", float(level))
+    tolerance = check_finite_float("tolerance", float(tolerance), minimum=0.0)
+    steps, curve = steps.double(), curve.detach().double()
+    keep = steps >= 1
+    return steps[keep], curve[keep], level, tolerance
+
+
+def dwell_decades(steps: torch.Tensor, curve: torch.Tensor, level: float, tolerance: float) -> float:
+    """How long (in decades of steps) ``curve`` rests on ``level``: the longest stretch of consecutive records
+    (steps >= 1) that are all within ``tolerance`` of ``level``, as log10(last step / first step) of that
+    stretch; 0 if none. One contiguous rest: a curve that passes the level several times does not add its
+    visits up. ``steps``, ``curve``: Tensor[T]."""
+    steps, curve, level, tolerance = _band_curve(steps, curve, level, tolerance)
+    near = ((curve - level).abs() <= tolerance).tolist()
+    best, start = 0.0, None
+    for i, here in enumerate(near + [False]):
+        if here and start is None:
+            start = i
+        elif not here and start is not None:
+            best = max(best, float(steps[i - 1].log10() - steps[start].log10()))
+            start = None
+    return best
+
+
+def rest_span(steps: torch.Tensor, curve: torch.Tensor, level: float, tolerance: float) -> tuple[float, float]:
+    """How long a falling ``curve`` (a loss; Tensor[T] on ``steps``) spends on ``level``, from entering its band
+    to leaving it for good, as ``(decades, steps)``. The band is ``tolerance`` either side of the level; the
+    entry is the first crossing of its top edge and the exit the crossing after the *last* record at or above its
+    bottom edge (both interpolated between records; the run's end if the curve never goes below). Noise that
+    throws records out of the band and back does not shorten the span (it can only lengthen it), and a rest
+    that comes later keeps its length in steps while its length in decades shrinks, so a claim of *no* rest
+    reads both. ``(0, 0)`` if the curve never enters the band or passes it between two records. Unlike
+    :func:`dwell_decades` (the longest stretch of records inside the band), records that leave the band and
+    come back count."""
+    steps, curve, level, tolerance = _band_curve(steps, curve, level, tolerance)
+    top, bottom = level + tolerance, level - tolerance
+    entry = crossing_time(steps, curve, top, below=True, interpolate=True) if len(steps) else None
+    above = torch.nonzero(curve >= bottom).flatten()
+    if entry is None or not len(above):
+        return 0.0, 0.0
+    i = int(above[-1])
+    if i == len(curve) - 1:
+        leave = float(steps[-1])
+    else:
+        a, b = float(curve[i]), float(curve[i + 1])
+        leave = float(steps[i]) + (float(steps[i + 1]) - float(steps[i])) * (a - bottom) / (a - b)
+    if leave <= entry:
+        return 0.0, 0.0
+    return math.log10(leave / entry), leave - entry
+
+
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     """Cosine between two tensors of any (equal) size, flattened, in double precision."""
     a, b = torch.as_tensor(a).double().flatten(), torch.as_tensor(b).double().flatten()
@@ -377,6 +451,38 @@ def median(values) -> float:
     ordered = data.sort().values
     n = ordered.numel()
     return float(ordered[n // 2]) if n % 2 else float((ordered[n // 2 - 1] + ordered[n // 2]) / 2)
+
+
+def censored_median(times: Sequence[float | None]) -> float:
+    """The median of event times (stair times, crossing times: one per run) where some runs are censored: the
+    one median of times of the library.
+
+    A **censored** run (``None``) is one that stopped before its event happened (a stair not taken, a level not
+    crossed by its last record): its time is unknown but later than its end, and it counts as later than every
+    finished run's time. The median of a set with censored runs is defined when fewer than half of the runs
+    are censored: the middle value (or the two middle values, for an even count) of the times in order, the
+    censored ones last, are then finished times, and the median is theirs (:func:`median`, the mean of the two
+    for an even count). When half of the runs or more are censored a middle value is censored, and so is the
+    median: ``inf`` (later than the runs went). A claim on medians that must be measured asks for a finite one.
+
+    ``times``: numbers (finite) and None; at least one."""
+    if isinstance(times, (str, bytes)) or not isinstance(times, Sequence):
+        raise TypeError(f"times must be a sequence of numbers and None (censored), got {type(times).__name__}")
+    if not times:
+        raise ValueError("times must hold at least one time (a number, or None for a censored run), got none")
+    finished = []
+    for i, t in enumerate(times):
+        if t is None:
+            continue
+        value = float(t) if isinstance(t, (int, float, torch.Tensor)) and not isinstance(t, bool) else math.nan
+        if not math.isfinite(value):
+            raise ValueError(f"times[{i}] must be a finite number, or None for a censored run, got {t!r}")
+        finished.append(value)
+    n = len(times)
+    if 2 * (n - len(finished)) >= n:
+        return math.inf
+    ordered = sorted(finished)  # the censored runs would follow, past the middle
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
 def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:

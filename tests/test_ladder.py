@@ -52,15 +52,15 @@ def test_chain_tasks_sample_fresh_batches_and_refuse_bad_input(corpus):
 
 
 def test_the_recorder_trains_on_a_chain_and_refuses_what_a_chain_cannot_measure():
-    result = sl.chapters.ch8.recordings.real_text(seeds=1, steps=3, text="bigram_chain", device="cpu", eval_size=16,
+    result = sl.chapters.ch8.recordings.real_text(seeds=[0], steps=3, text="bigram_chain", device="cpu", eval_size=16,
                                                   words=20, records_per_decade=2)
     assert result["config"]["text"] == "bigram_chain"
     assert result["levels"]["bigram"] == result["levels"]["trigram"] and "floor" in result["levels"]
     assert set(result["signal"]) == set(sl.chapters.ch8.recordings.TEXTS)
     with pytest.raises(ValueError, match="text"):
-        sl.chapters.ch8.recordings.real_text(seeds=1, steps=3, text="poetry")
+        sl.chapters.ch8.recordings.real_text(seeds=[0], steps=3, text="poetry")
     with pytest.raises(ValueError, match="predictions"):
-        sl.chapters.ch8.recordings.real_text(seeds=1, steps=3, text="trigram_chain", predictions=4)
+        sl.chapters.ch8.recordings.real_text(seeds=[0], steps=3, text="trigram_chain", predictions=4)
 
 
 def test_the_recorded_signal_of_each_text():

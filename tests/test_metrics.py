@@ -315,6 +315,68 @@ def test_median_is_the_true_median_and_refuses_nothing():
         metrics.median([1.0, float("nan")])
 
 
+def test_censored_median_is_the_median_while_fewer_than_half_are_censored():
+    assert metrics.censored_median([300, 100, 200]) == metrics.median([300, 100, 200]) == 200
+    assert metrics.censored_median([100, 200, 300, 400]) == 250  # the mean of the middle two, not torch's lower one
+    # fewer than half censored: they count as later than every finished run, the median is measured
+    assert metrics.censored_median([100, 200, None]) == 200
+    assert metrics.censored_median([100, 200, 300, None]) == 250
+    assert metrics.censored_median([400, None, 100, 300, 200]) == 300
+    assert metrics.censored_median([5.5]) == 5.5
+
+
+@pytest.mark.parametrize("times", [[None], [100, None], [100, None, None], [100, 200, None, None],
+                                   [None, None, None, 1, 2]])
+def test_censored_median_is_censored_when_half_or_more_are(times):
+    """The null: with half the runs censored or more, a middle value is censored, so the median is inf (never a
+    finished time, never NaN), whatever the finished times."""
+    assert metrics.censored_median(times) == math.inf
+
+
+@pytest.mark.parametrize("times,error,match", [
+    ([], ValueError, "at least one time"),
+    (5, TypeError, "times must be a sequence .* got int"),
+    ([1.0, float("nan")], ValueError, r"times\[1\] must be a finite number, or None .* got nan"),
+    ([1.0, math.inf], ValueError, r"times\[1\] must be a finite number"),
+    ([True, 2], ValueError, r"times\[0\] must be a finite number"),
+    (["3"], ValueError, r"times\[0\] must be a finite number"),
+])
+def test_censored_median_refuses_what_is_not_a_time(times, error, match):
+    with pytest.raises(error, match=match):
+        metrics.censored_median(times)
+
+
+def test_a_scale_free_stair_time_is_the_same_for_any_multiple_of_a_curve():
+    steps = torch.tensor([0, 10, 20, 30, 40])
+    curve = torch.tensor([0.0, 0.01, 0.03, 0.05, 0.06])  # rises by 0.06: no stair at the absolute min_rise 0.1
+    assert metrics.stair_time(steps, curve) is None
+    t = metrics.stair_time(steps, curve, interpolate=True, scale_free=True)
+    assert t == pytest.approx(20.0)
+    assert metrics.stair_time(steps, 1000 * curve, interpolate=True, scale_free=True) == pytest.approx(t)
+    assert metrics.stair_time(steps, torch.zeros(5), scale_free=True) is None  # no scale: censored
+    with pytest.raises(TypeError, match="scale_free"):
+        metrics.stair_time(steps, curve, scale_free="yes")
+
+
+def test_dwell_decades_is_the_longest_stretch_inside_the_band_and_rest_span_the_whole_stay():
+    steps = torch.tensor([0, 1, 10, 100, 1000, 10000])
+    # in the band at steps 10 and 100, out at 1000, back in at 10000: the dwell is one decade, the span three
+    curve = torch.tensor([2.0, 1.5, 1.02, 0.98, 1.2, 1.01])
+    assert metrics.dwell_decades(steps, curve, 1.0, 0.05) == pytest.approx(1.0)
+    decades, length = metrics.rest_span(steps, curve, 1.0, 0.05)
+    assert length == pytest.approx(10000 - (1 + 9 * 0.45 / 0.48)) and decades == pytest.approx(
+        math.log10(10000 / (1 + 9 * 0.45 / 0.48)))
+    never = torch.full((6,), 2.0)  # never on the level: no dwell, no rest
+    assert metrics.dwell_decades(steps, never, 1.0, 0.05) == 0.0 and metrics.rest_span(steps, never, 1.0, 0.05) == (
+        0.0, 0.0)
+    with pytest.raises(ValueError, match="tolerance must be"):
+        metrics.dwell_decades(steps, curve, 1.0, -0.1)
+    with pytest.raises(ValueError, match="equal length"):
+        metrics.rest_span(steps, curve[:3], 1.0, 0.05)
+    with pytest.raises(TypeError, match="tensors"):
+        metrics.rest_span(steps.tolist(), curve, 1.0, 0.05)
+
+
 def test_cka_chance_with_controls_is_the_partial_alignment_of_random_embeddings():
     """Random embeddings sit at the chance level of the partial alignment too, and it is not 0: with a
     control that explains the kernel entirely nothing is left to align with (0)."""

@@ -3,12 +3,13 @@ every setting it needs, rerunning it on the recording's device gives the shipped
 ``STAIRCASE_FULL`` switch trains the runs live instead of loading them."""
 from __future__ import annotations
 
+import dataclasses
 import functools
-import inspect
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,14 +23,14 @@ SHORT = [
     ("ch3_gradient_descent", {"steps": 60, "seeds": [0]}),
     ("ch4_staircase", {"steps": 150, "seeds": [0]}),
     ("ch4_gd_kick_population", {"steps": 1, "seeds": [0]}),  # a second a step: the start (the first step: below)
-    ("ch5_attention", {"steps": 100, "seeds": 1}),
-    ("ch5_trap_control", {"steps": 100, "seeds": 1}),
+    ("ch5_attention", {"steps": 100, "n_seeds": 1}),
+    ("ch5_trap_control", {"steps": 100, "n_seeds": 1}),
     ("ch5_pair_stair", {"steps": 100, "seeds": [0]}),
     ("ch6_transplant", {"steps": 100, "seeds": [0]}),
     ("ch6_frozen_gd", {"steps": 100, "seeds": [0]}),
     ("ch6_pure_task", {"steps": 1000, "seeds": [0]}),
-    ("ch8_real_text", {"steps": 30, "seeds": 1}),
-    ("ch8_predictions_g100", {"steps": 30, "seeds": 1}),  # the recorder with the predictions measured
+    ("ch8_real_text", {"steps": 30, "seeds": [0]}),
+    ("ch8_predictions_g100", {"steps": 30, "seeds": [0]}),  # the recorder with the predictions measured
     ("ch9_seeds", {"steps": 100, "seeds": [0]}),
 ]
 SETTINGS = ("activation", "gamma", "seed", "task", "arm", "model")  # what tells a result's runs apart
@@ -43,8 +44,7 @@ def test_every_shipped_result_but_the_scaled_lm_runs_has_a_recorder():
 
 @pytest.mark.parametrize("name", sorted(recordings.RECORDERS))
 def test_every_result_records_every_setting_of_its_recorder(name):
-    parameters = set(inspect.signature(recordings.RECORDERS[name]).parameters) - {"keep_embeddings"}
-    assert set(recordings.settings_of(name)) == parameters
+    assert set(recordings.settings_of(name)) == set(recordings.setting_names(name))
 
 
 # The records are rounded to 5 decimals (sl.results.rounded). Rerun under three CPU kernel choices on one machine
@@ -135,17 +135,81 @@ def test_obtain_loads_by_default_here_and_trains_live_when_switched_on(monkeypat
     (lambda: recordings.obtain("ch9_seeds", live="yes"), TypeError, "live must be a bool or None, got str"),
     (lambda: recordings.ch5.model_seeds(0), ValueError, "n must be"),
     (lambda: recordings.ch8.real_text(words=600), ValueError, "vocab_size must be an int above words"),
+    (lambda: recordings.ch8.real_text(step=3), TypeError, r"real_text\(\) got \['step'\], which are not settings"),
+    (lambda: recordings.ch8.real_text({"steps": 3}), TypeError, "config must be a RealTextConfig or None, got dict"),
+    (lambda: recordings.ch8.real_text(seeds=[0, 0]), ValueError, r"seeds must not repeat a seed, got \[0, 0\]"),
+    (lambda: recordings.ch8.real_text(seeds=[]), TypeError, "seeds must be a non-empty sequence of seed integers"),
+    (lambda: recordings.ch8.real_text(seeds=[-1]), ValueError, r"seeds\[0\] must be a non-negative int"),
+    (lambda: recordings.ch8.real_text(first_seed=2, seeds=[2, 3]), TypeError, "first_seed=2 counts seeds from there"),
+    (lambda: recordings.ch5.attention(seeds=2, n_seeds=3), TypeError, "pass n_seeds only"),
+    (lambda: recordings.ch5.trap_control(runs=2), TypeError, r"trap_control\(\) got unexpected keyword .*'runs'"),
 ])
 def test_bad_recorder_calls_are_refused_clearly(call, error, match):
     with pytest.raises(error, match=match):
         call()
 
 
+def test_the_real_text_settings_travel_as_one_config_and_the_old_keywords_map_onto_it(monkeypatch):
+    ch8 = sl.chapters.ch8.recordings
+    config = ch8.RealTextConfig(seeds=range(3, 5), gammas=[1, 0.5], steps=30)
+    assert config.seeds == (3, 4) and config.gammas == (1.0, 0.5)
+    assert ch8.RealTextConfig(**config.recorded()) == config, "a result's config builds the same config again"
+    assert recordings.setting_names("ch8_real_text") == [f.name for f in dataclasses.fields(ch8.RealTextConfig)]
+    with pytest.warns(DeprecationWarning, match=r"pass seeds=range\(2\)"):
+        assert ch8.RealTextConfig(seeds=2).seeds == (0, 1)
+    # the recorder's keywords (its old signature) make the config that real_text trains: the same as given whole
+    of = ch8._config_of
+    assert of(None, dict(seeds=[3, 4], gammas=[1.0, 0.5], steps=30)) == config
+    assert of(ch8.RealTextConfig(steps=9), dict(seeds=(3, 4), gammas=(1.0, 0.5), steps=30)) == config
+    with pytest.warns(DeprecationWarning, match=r"first_seed= is deprecated: pass seeds=range\(3, 5\)"):
+        assert of(None, dict(seeds=2, first_seed=3, gammas=[1.0, 0.5], steps=30)) == config
+    # rerun hands the recorder one config, the recorded settings with the overrides in place
+    seen = []
+    monkeypatch.setitem(recordings.RECORDERS, "ch8_predictions_seed4", lambda c: seen.append(c) or {})
+    recordings.rerun("ch8_predictions_seed4", steps=30, device="cpu")
+    assert seen == [ch8.RealTextConfig(**{**recordings.settings_of("ch8_predictions_seed4"), "steps": 30,
+                                          "device": "cpu"})]
+    assert seen[0].seeds == (4,) and seen[0].predictions == 256
+
+
+def test_a_count_of_seeds_is_n_seeds_in_chapter_5_and_its_old_name_still_works(monkeypatch):
+    ch5, calls = sl.chapters.ch5.recordings, []
+    monkeypatch.setattr(ch5, "_train_and_record",
+                        lambda runs, settings, **kw: calls.append([(name, seed) for name, _, seed in runs]) or {})
+    ch5.attention(n_seeds=4)
+    with pytest.warns(DeprecationWarning, match="seeds= is deprecated, pass n_seeds=4"):
+        ch5.attention(seeds=4)
+    assert calls[0] == calls[1] == [("reversed", 0), ("reversed", 1), ("reversed", 2), ("reversed", 6),
+                                    ("forward", 3), ("forward", 4), ("forward", 5), ("forward", 7)]
+    ch5.trap_control(n_seeds=2)
+    assert calls[2] == [("partner at readout", 13), ("partner at readout", 15)]
+    assert recordings.settings_of("ch5_attention")["n_seeds"] == 6 and "seeds" not in recordings.setting_names(
+        "ch5_trap_control")
+
+
+@pytest.mark.parametrize("name,argv", [
+    ("ch8_real_text", "--seeds 5"),
+    ("ch8_predictions_seed4", "--seeds 1 --first-seed 4 --gammas 1 --predictions 256"),
+    ("ch8_predictions_new_seeds", "--seeds 1 --first-seed 3 --gammas 1 0.5 0.25 --predictions 256"),
+    ("ch8_gpt2_bpe_d64", "--gpt2 --tokenizer bpe --seeds 2 --predictions 256"),
+    ("ch8_ladder_trigram", "--text trigram_chain --seeds 4 --steps 8000"),
+])
+def test_the_real_text_script_asks_for_the_shipped_config(name, argv):
+    """The command lines in scripts/ch8_real_text.py (--seeds N --first-seed F: seeds F..F+N-1) build the config
+    each shipped result records, whole, but for the device it ran on."""
+    from conftest import import_script
+
+    script = next(import_script(Path(__file__).resolve().parent.parent / "scripts" / "ch8_real_text.py"))
+    config = script.config_of(script.parse_args(argv.split()))
+    shipped = sl.chapters.ch8.recordings.RealTextConfig(**recordings.settings_of(name))
+    assert dataclasses.replace(config, device=shipped.device) == shipped
+
+
 @pytest.mark.slow  # a trained run of Chapter 8 (20-30 s): make test runs it, make check does not
 def test_rerunning_the_prediction_recording_gives_its_divergences_back():
     shipped = results.recorded("ch8_predictions_g100").select(seed=0)[0]
     again = results.RecordedResult.from_dict(recordings.rerun("ch8_predictions_g100", device="cpu", steps=30,
-                                                              seeds=1)).runs[0]
+                                                              seeds=[0])).runs[0]
     index = {int(s): i for i, s in enumerate(shipped.steps)}
     shared = [(i, index[int(s)]) for i, s in enumerate(again.steps) if int(s) in index]
     assert len(shared) >= 20
@@ -158,7 +222,7 @@ def test_rerunning_a_gpt2_style_recording_gives_its_warmup_records_back():
     # the cosine decay depends on the run's length, the warmup does not: a shortened rerun agrees up to step 100
     shipped = results.recorded("ch8_gpt2_bpe_d64").select(seed=0)[0]
     again = results.RecordedResult.from_dict(recordings.rerun("ch8_gpt2_bpe_d64", device="cpu", steps=150,
-                                                              seeds=1)).runs[0]
+                                                              seeds=[0])).runs[0]
     index = {int(s): i for i, s in enumerate(shipped.steps)}
     shared = [(i, index[int(s)]) for i, s in enumerate(again.steps) if int(s) in index and int(s) <= 100]
     assert len(shared) >= 20

@@ -410,6 +410,12 @@ def half_rise_times(times: torch.Tensor, strengths: torch.Tensor, singular_value
 
     ``times`` Tensor[T] (increasing), ``strengths`` Tensor[T, K], ``singular_values`` K numbers. Returns
     Tensor[K]; NaN for a mode that never gets there, 0 for one that starts above the level.
+
+    The theory's half-time of a mode (Saxe et al.'s ``t_1/2``, compared with :func:`saxe_half_time`): the level
+    is a fraction of the mode's *known* target, its singular value, whatever the run reached. Not the stair time
+    of a measured curve (:func:`staircase_lib.metrics.stair_time`), whose level is halfway from the curve's own
+    low to its own peak, with no target: a run stopped short of its target has a stair time there but a later
+    half-time here, or none (NaN).
     """
     times = _as_real_tensor("times", times).double()
     strengths = _as_real_tensor("strengths", strengths).double()

@@ -45,12 +45,17 @@ def bump(centre, height=0.8, fall=True, base=0.1):
 
 
 # ----- helpers ----------------------------------------------------------------------------------------------
+def test_the_old_level_loss_std_is_the_task_s_with_a_warning():
+    with pytest.warns(DeprecationWarning, match=r"use task.level_loss_std\(k\)"):
+        assert ch4.level_loss_std(TASK, 2) == TASK.level_loss_std(2)
+
+
 def test_level_loss_std_matches_a_sampled_order0_model():
     batch = TASK.sample(200_000, torch.Generator().manual_seed(0))
     psi = TASK.label_signature(0)[batch.tokens[:, 0]]
     nll = -psi.gather(1, batch.labels[:, None]).log().squeeze(1)
     assert float(nll.mean()) == pytest.approx(LEVELS[1], abs=3e-3)
-    assert float(nll.std()) == pytest.approx(ch4.level_loss_std(TASK, 1), abs=3e-3)
+    assert float(nll.std()) == pytest.approx(TASK.level_loss_std(1), abs=3e-3)
 
 
 def test_fit_line_recovers_a_slope_and_dwell_counts_decades():
@@ -86,7 +91,7 @@ def test_stair_order_holds_on_a_staircase_and_fails_when_reversed_or_censored():
 
 
 # ----- first plateau --------------------------------------------------------------------------------------------
-NOISE = ch4.level_loss_std(TASK, 1) / math.sqrt(8192)
+NOISE = TASK.level_loss_std(1) / math.sqrt(8192)
 
 
 def test_plateau_level_needs_a_dwell_near_level_1_and_fails_for_an_untrained_model():
@@ -107,7 +112,7 @@ def test_plateau_level_fails_when_the_loss_only_passes_level_1():
 
 
 def test_plateau_level_fails_when_the_evaluation_is_too_noisy():
-    noisy = ch4.level_loss_std(TASK, 1) / math.sqrt(256)
+    noisy = TASK.level_loss_std(1) / math.sqrt(256)
     assert not ch4.plateau_level([STEPS] * 3, [staircase_loss()] * 3, LEVELS, noisy)
 
 
@@ -398,7 +403,7 @@ def test_no_order0_rest_holds_on_the_sweep_and_fails_on_rests_of_every_kind():
     for slower in (2, 5, 10):
         slowed = [_resample(steps, x, steps.double() / slower) for x in small]
         assert not ch4.no_order0_rest(steps, slowed, small, LEVELS), f"a run {slower}x slower passed"
-    noise = ch4.level_loss_std(TASK, 1) / math.sqrt(8192)  # the sweep's evaluation noise
+    noise = TASK.level_loss_std(1) / math.sqrt(8192)  # the sweep's evaluation noise
     g = torch.Generator().manual_seed(0)
     for times in (2, 3, 5):
         for _ in range(5):

@@ -46,6 +46,18 @@ def test_stair0_ratio_check_accepts_the_growth_law_and_explains_two_wrong_ones(c
         exercises.check_stair0_ratio(lambda f, a, b: f[0] ** (b - a))  # every factor at the embeddings' scale
 
 
+
+def test_the_page_and_the_check_read_one_stair0_median_per_gamma(capsys):
+    gd = sl.results.recorded("ch4_gd_timing")
+    medians = sl.chapters.ch4.page.stair0_medians(gd)
+    assert list(medians) == sorted({r.gamma for r in gd.runs}) == [0.75, 1.0, 1.25]
+    one = [sl.metrics.stair_time(gd.steps, r.cka[0], interpolate=True) for r in gd.runs if r.gamma == 1.0]
+    assert medians[1.0] == sl.metrics.censored_median(one) == sl.metrics.median(one)  # none censored
+    exercises.check_stair0_ratio(_growth_law_ratio)
+    printed = capsys.readouterr().out
+    assert f"the recorded medians grow x{medians[1.0] / medians[0.75]:.2f}" in printed
+
+
 def test_a_stair_detector_that_returns_an_index_is_told_so():
     def index_instead_of_step(steps, curve):
         rise = curve - curve.min()

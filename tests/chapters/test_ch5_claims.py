@@ -123,8 +123,8 @@ def test_recorded_trap_runs_cover_new_seeds_and_the_first_seeds_rule_fails_on_th
     assert {r["seed"] for r in result["runs"]} - set(range(6)), "the recording must hold seeds beyond the page's six"
     entropy = [T(r["entropy"]) for r in forward]
     # the hypothesis needs more forward than reversed runs trapped, not the first seeds' counts
-    assert ch5.saturation_trap(steps, entropy, [ch5.final_loss(T(r["loss"])) for r in forward],
-                               [ch5.final_loss(T(r["loss"])) for r in backward], levels)
+    assert ch5.saturation_trap(steps, entropy, [sl.chapters.ch5.page.final_loss(T(r["loss"])) for r in forward],
+                               [sl.chapters.ch5.page.final_loss(T(r["loss"])) for r in backward], levels)
     # the stall is a property of the forward task: the reversed runs climb over the same span
     assert ch5.pair_stair_stalls(steps, [T(r["loss"]) for r in forward], levels, since=3000)
     assert not ch5.pair_stair_stalls(steps, [T(r["loss"]) for r in backward], levels, since=3000)
@@ -284,12 +284,27 @@ def test_value_path_leads_fails_on_uniform_growth_an_early_rise_and_a_score_firs
         ch5.value_path_leads_at_pair_stair(steps, [value], [score, score], [stair])
 
 
+def test_the_old_half_rise_is_the_scale_free_stair_time_with_a_warning():
+    steps = torch.tensor([0] + [round(10 ** (j / 40)) for j in range(1, 152)]).unique()
+    curve = 40 * _stair_curve(steps, 2000)
+    with pytest.warns(DeprecationWarning, match="use staircase_lib.metrics.stair_time"):
+        old = ch5.half_rise(steps, curve)
+    assert old == sl.metrics.stair_time(steps, curve, interpolate=True, scale_free=True) == pytest.approx(2000, rel=0.05)
+
+
+def test_the_old_final_loss_is_the_page_s_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="use staircase_lib.chapters.ch5.page.final_loss"):
+        assert ch5.final_loss is sl.chapters.ch5.page.final_loss
+    with pytest.raises(ValueError, match="tail must be"):
+        sl.chapters.ch5.page.final_loss(torch.ones(6), tail=0)
+
+
 def test_saturation_trap_as_a_hypothesis_holds_on_the_recording_and_fails_on_equal_counts():
     recorded = sl.recordings.obtain("ch5_attention", live=False)
     steps, levels = recorded.steps, torch.as_tensor(recorded.levels)
     forward, backward = recorded.select(task="forward"), recorded.select(task="reversed")
-    claim = ch5.saturation_trap(steps, [r.entropy for r in forward], [ch5.final_loss(r.loss) for r in forward],
-                                [ch5.final_loss(r.loss) for r in backward], levels, alpha=0.05)
+    claim = ch5.saturation_trap(steps, [r.entropy for r in forward], [sl.chapters.ch5.page.final_loss(r.loss) for r in forward],
+                                [sl.chapters.ch5.page.final_loss(r.loss) for r in backward], levels, alpha=0.05)
     assert claim and claim.numbers["p_value"] < 0.05, claim
     collapsed, uniform = T([1.0] * 7 + [0.05] * 6), T([1.0] * 11 + [0.2, 0.1])
     s = _steps()
@@ -314,9 +329,9 @@ def test_a_late_step_with_no_trend_does_not_count_as_through():
     s = _steps()
     collapsed = T([1.0] * 7 + [0.05] * 6)
     late_step = T([1.386] * 5 + [1.355] * 7 + [1.087])
-    assert ch5.final_loss(late_step) == pytest.approx(1.355)
-    assert not ch5.collapse_without_trap(s, [collapsed], [ch5.final_loss(late_step)], LEVELS)
-    assert ch5.collapse_without_trap(s, [collapsed], [ch5.final_loss(T([1.386] * 5 + [1.09] * 8))], LEVELS)
+    assert sl.chapters.ch5.page.final_loss(late_step) == pytest.approx(1.355)
+    assert not ch5.collapse_without_trap(s, [collapsed], [sl.chapters.ch5.page.final_loss(late_step)], LEVELS)
+    assert ch5.collapse_without_trap(s, [collapsed], [sl.chapters.ch5.page.final_loss(T([1.386] * 5 + [1.09] * 8))], LEVELS)
 
 
 def test_bag_of_tokens_first_fails_when_attention_never_moves():

@@ -35,7 +35,7 @@ def test_each_recorded_experiment_holds_its_claims(page, experiment, claims):
 
 def test_the_trap_control_sits_on_level_2_of_its_own_evaluation_batches(page):
     trap = ch5.saturation_trap(page)
-    finals = [sl.chapters.ch5.claims.final_loss(r.loss) for r in trap.control.runs]
+    finals = [ch5.final_loss(r.loss) for r in trap.control.runs]
     assert all(f >= own for f, own in zip(finals, trap.control_own_level2)), (finals, trap.control_own_level2)
     # the level-2 model's loss on a large batch is the exact level
     task = sl.tasks.StaircaseTask(strengths=ch5.STRENGTHS, reading_order=(0, 2, 1))

@@ -7,6 +7,7 @@ import torch
 
 import staircase_lib as sl
 from staircase_lib.chapters.ch7 import claims as ch7
+from staircase_lib.chapters.ch7 import page as ch7_page
 
 N = 30
 
@@ -36,18 +37,18 @@ INTEGER = sl.tasks.AdditionTask(n_numbers=N).kernel()
 
 
 def test_signature_order_holds_on_a_ring_and_fails_on_controls():
-    ordered = [ch7.geometry(_ring(seed=s), MODULAR)["spearman"] for s in range(3)]
+    ordered = [ch7_page.number_geometry(_ring(seed=s), MODULAR)["spearman"] for s in range(3)]
     assert ch7.signature_order(ordered)
     # random (large-init-like) embeddings
-    assert not ch7.signature_order([ch7.geometry(_random(seed=s), MODULAR)["spearman"] for s in range(3)])
+    assert not ch7.signature_order([ch7_page.number_geometry(_random(seed=s), MODULAR)["spearman"] for s in range(3)])
     # shuffled labels: the numbers are assigned to the ring positions at random
     perm = torch.randperm(N, generator=torch.Generator().manual_seed(5))
-    assert not ch7.signature_order([ch7.geometry(_ring(seed=s)[perm], MODULAR)["spearman"] for s in range(3)])
+    assert not ch7.signature_order([ch7_page.number_geometry(_ring(seed=s)[perm], MODULAR)["spearman"] for s in range(3)])
 
 
 def test_pc1_orders_fails_on_random_embeddings():
-    assert ch7.pc1_orders([ch7.geometry(_arc(seed=s), INTEGER)["pc1"] for s in range(3)])
-    assert not ch7.pc1_orders([ch7.geometry(_random(seed=s), INTEGER)["pc1"] for s in range(3)])
+    assert ch7.pc1_orders([ch7_page.number_geometry(_arc(seed=s), INTEGER)["pc1"] for s in range(3)])
+    assert not ch7.pc1_orders([ch7_page.number_geometry(_random(seed=s), INTEGER)["pc1"] for s in range(3)])
 
 
 def test_learned_without_order():
@@ -57,9 +58,9 @@ def test_learned_without_order():
 
 
 def test_ring_and_arc_tell_the_shapes_apart():
-    rings = [ch7.geometry(_ring(seed=s), MODULAR) for s in range(3)]
-    arcs = [ch7.geometry(_arc(seed=s), INTEGER) for s in range(3)]
-    randoms = [ch7.geometry(_random(seed=s), MODULAR) for s in range(3)]
+    rings = [ch7_page.number_geometry(_ring(seed=s), MODULAR) for s in range(3)]
+    arcs = [ch7_page.number_geometry(_arc(seed=s), INTEGER) for s in range(3)]
+    randoms = [ch7_page.number_geometry(_random(seed=s), MODULAR) for s in range(3)]
     assert ch7.ring([g["coverage"] for g in rings], [g["in order"] for g in rings])
     assert not ch7.ring([g["coverage"] for g in arcs], [g["in order"] for g in arcs])
     # a random cloud surrounds its centroid too, but its neighbours are not consecutive numbers
@@ -99,8 +100,8 @@ def fresh_runs():
     def measure(run, kernel):
         spearman = torch.tensor([sl.metrics.gram_correlation(E, kernel, method="spearman", cosine=True)
                                  for E in run.embeddings])
-        return ch7.geometry(run.embeddings[-1], kernel) | {
-            "accuracy": float(run.accuracy[-1]), "cka init": ch7.initial_geometry(run.embeddings),
+        return ch7_page.number_geometry(run.embeddings[-1], kernel) | {
+            "accuracy": float(run.accuracy[-1]), "cka init": ch7_page.initial_geometry(run.embeddings),
             "order step": _crossing(run.steps, spearman, 0.8),
             "accuracy step": _crossing(run.steps, run.accuracy, 0.5),
             "held out": float(run.probes["held out"]["accuracy"][-1]) if run.probes else None}
@@ -162,7 +163,7 @@ def test_new_seeds_keep_initial_geometry_only_at_large_init(fresh_runs):
     assert not ch7.keeps_initial_geometry(small, large)  # the null: the groups swapped
     # an untrained model keeps its geometry at any scale, so it fails the small-init half
     model = sl.models.EmbMLP(vocab_size=N, seq_len=2, n_labels=59, d_embed=32, d_hidden=64, gamma=1.0, seed=0)
-    still = ch7.initial_geometry(torch.stack([model.embedding.detach()] * 2))
+    still = ch7_page.initial_geometry(torch.stack([model.embedding.detach()] * 2))
     assert still > 0.999
     assert not ch7.keeps_initial_geometry(large, [still])
 
@@ -199,3 +200,10 @@ def test_new_seeds_order_without_generalization(fresh_runs):
     assert not ch7.order_without_generalization(_col(small, "spearman"), _col(small, "pc1"), _col(small, "held out"))
     large = fresh_runs["large"]
     assert not ch7.order_without_generalization(_col(large, "spearman"), _col(large, "pc1"), _col(large, "held out"))
+
+
+def test_the_measurements_that_left_the_claims_keep_their_old_names_for_a_release():
+    with pytest.warns(DeprecationWarning, match="use staircase_lib.chapters.ch7.page.number_geometry"):
+        assert ch7.geometry is ch7_page.number_geometry
+    with pytest.warns(DeprecationWarning, match="use staircase_lib.chapters.ch7.page.initial_geometry"):
+        assert ch7.initial_geometry is ch7_page.initial_geometry

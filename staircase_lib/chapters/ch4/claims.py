@@ -6,12 +6,14 @@ Each predicate takes measured numbers (stair times, losses, alignment curves) an
 against a tolerance typed by hand. A stair that never rises is *censored* (``None``): it is reported as
 such and never counted as a crossing.
 
-Helpers (no claims): :func:`nearest_level`, :func:`level_loss_std`, :func:`level_tolerance`,
-:func:`dwell_decades`, :func:`rest_span` (the line fit is :func:`staircase_lib.metrics.fit_line`).
+Helpers (no claims): :func:`nearest_level`, :func:`level_tolerance` (the band that counts as "on a level"), and
+:func:`dwell_decades`, :func:`rest_span`, the measurements of :mod:`staircase_lib.metrics` with that band (the
+line fit is :func:`staircase_lib.metrics.fit_line`; the noise of a level, ``task.level_loss_std``).
 """
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Sequence
 
 import torch
@@ -19,9 +21,10 @@ import torch
 from ..._deprecated import moved_names
 from ...claims.base import Claim, reproduces
 from ...metrics import cka, crossing_time, fit_line as _fit_line, median
+from ...metrics import dwell_decades as dwell_decades_near, rest_span as rest_span_near
 from ...theory.feedforward import escape_exponent
 
-__all__ = ["level_loss_std", "dwell_decades", "rest_span", "stair_order", "plateau_level", "loss_follows_levels",
+__all__ = ["dwell_decades", "rest_span", "stair_order", "plateau_level", "loss_follows_levels",
            "parity_structure", "last_stair_outcomes", "order0_diluted", "saddle_escape", "adam_step_at_unit_eps",
            "gd_power_law", "no_order0_dwell", "no_order0_rest", "linear_stops_after_stair0", "live_reproduces_recorded",
            "batch_independent_kick", "kick_without_minibatches", "PAIR_EXPONENT"]
@@ -34,9 +37,10 @@ def nearest_level(value: float, levels: Sequence[float]) -> int:
 
 
 def level_loss_std(task, k: int) -> float:
-    """Standard deviation of the per-sample loss of the model that sits exactly on level ``k`` (it knows the
-    rules of orders ``< k``) on the three-attribute task: ``task.level_loss_std(k)``, kept here for the
-    chapter's claims; divide by ``sqrt(eval_size)`` for the noise of a recorded loss."""
+    """Deprecated (goes in the next release): ``task.level_loss_std(k)``, the measurement's one home (a claims
+    module holds predicates and their thresholds)."""
+    warnings.warn("staircase_lib.chapters.ch4.claims.level_loss_std(task, k) is deprecated: use "
+                  "task.level_loss_std(k) (the old name goes in the next release)", DeprecationWarning, stacklevel=2)
     return task.level_loss_std(k)
 
 
@@ -49,52 +53,20 @@ def level_tolerance(levels: Sequence[float], k: int) -> float:
 
 def dwell_decades(steps: torch.Tensor, loss: torch.Tensor, levels: Sequence[float], k: int,
                   tolerance: float | None = None) -> float:
-    """How long (in decades of training steps) the loss rests on level ``k``: the longest stretch of consecutive
-    records (steps >= 1) that are all within ``tolerance`` of level ``k`` (by default :func:`level_tolerance`,
-    so nearer level ``k`` than any other level), as log10(last step / first step) of that stretch. One
-    contiguous rest: a loss that passes the level several times does not add its visits up."""
-    steps, loss = torch.as_tensor(steps).double(), torch.as_tensor(loss).double()
-    keep = steps >= 1
-    steps, loss = steps[keep], loss[keep]
-    tol = level_tolerance(levels, k) if tolerance is None else float(tolerance)
-    near = ((loss - float(levels[k])).abs() <= tol).tolist()
-    best, start = 0.0, None
-    for i, here in enumerate(near + [False]):
-        if here and start is None:
-            start = i
-        elif not here and start is not None:
-            best = max(best, float(steps[i - 1].log10() - steps[start].log10()))
-            start = None
-    return best
+    """How long (in decades of training steps) the loss rests on level ``k``
+    (:func:`staircase_lib.metrics.dwell_decades` on ``levels[k]``), within ``tolerance`` of it: by default
+    :func:`level_tolerance`, so nearer level ``k`` than any other level."""
+    tol = level_tolerance(levels, k) if tolerance is None else tolerance
+    return dwell_decades_near(torch.as_tensor(steps), torch.as_tensor(loss), float(levels[k]), tol)
 
 
 def rest_span(steps: torch.Tensor, loss: torch.Tensor, levels: Sequence[float], k: int,
               tolerance: float | None = None) -> tuple[float, float]:
     """How long the loss spends on level ``k``, from entering its band to leaving it for good, as ``(decades,
-    steps)``. The band is ``tolerance`` (default :func:`level_tolerance`) either side of the level; the entry is
-    the first crossing of its top edge and the exit the crossing after the *last* record at or above its bottom
-    edge (both interpolated between records; the run's end if the loss never goes below). Noise that throws
-    records out of the band and back does not shorten the span (it can only lengthen it), and a rest that comes
-    later keeps its length in steps while its length in decades shrinks, so a claim of *no* rest reads both.
-    ``(0, 0)`` if the loss never enters the band or passes it between two records."""
-    steps, loss = torch.as_tensor(steps).double(), torch.as_tensor(loss).double()
-    keep = steps >= 1
-    steps, loss = steps[keep], loss[keep]
-    tol = level_tolerance(levels, k) if tolerance is None else float(tolerance)
-    top, bottom = float(levels[k]) + tol, float(levels[k]) - tol
-    entry = crossing_time(steps, loss, top, below=True, interpolate=True)
-    above = torch.nonzero(loss >= bottom).flatten()
-    if entry is None or not len(above):
-        return 0.0, 0.0
-    i = int(above[-1])
-    if i == len(loss) - 1:
-        leave = float(steps[-1])
-    else:
-        a, b = float(loss[i]), float(loss[i + 1])
-        leave = float(steps[i]) + (float(steps[i + 1]) - float(steps[i])) * (a - bottom) / (a - b)
-    if leave <= entry:
-        return 0.0, 0.0
-    return math.log10(leave / entry), leave - entry
+    steps)`` (:func:`staircase_lib.metrics.rest_span` on ``levels[k]``); the band is ``tolerance`` (default
+    :func:`level_tolerance`) either side of the level."""
+    tol = level_tolerance(levels, k) if tolerance is None else tolerance
+    return rest_span_near(torch.as_tensor(steps), torch.as_tensor(loss), float(levels[k]), tol)
 
 
 # The pair stair's wait under gradient descent as a power of 1/eps: its escape needs at least three small

@@ -110,7 +110,8 @@ def check_stair0_ratio(stair0_ratio: Callable) -> None:
     """Check ``stair0_ratio(fan_ins, gamma_from, gamma_to) -> float``: the factor by which the wait before stair 0
     grows from ``gamma_from`` to ``gamma_to``, by the blow-up time of three factors at their own scales; then
     print it beside the recorded gradient-descent runs (``ch4_gd_timing``), step by step."""
-    from ... import metrics, recordings
+    from ... import recordings
+    from .page import stair0_medians
 
     model = (32, 96, 256)  # the Emb-MLP's fan-ins: E, W1, W2
     cases = ((model, 0.75, 1.0), (model, 1.0, 1.25), (model, 0.75, 1.25), ((64, 64, 64), 0.75, 1.25),
@@ -130,10 +131,8 @@ def check_stair0_ratio(stair0_ratio: Callable) -> None:
                     "kappa = kappa_1(0) / u makes it finite, and the strength s cancels in the ratio")
             _fail("ex-4.4", f"fan_ins={fan_ins}, gamma {g0} -> {g1}: got {got:.4f}, expected {expected:.4f}. "
                             f"Hint: {hint}")
-    gd = recordings.obtain("ch4_gd_timing")
-    gammas = sorted({r.gamma for r in gd.runs})
-    t0 = {g: metrics.median([metrics.stair_time(gd.steps, r.cka[0], interpolate=True)
-                             for r in gd.runs if r.gamma == g]) for g in gammas}
+    t0 = stair0_medians(recordings.obtain("ch4_gd_timing"))
+    gammas = list(t0)
     for g0, g1 in zip(gammas, gammas[1:]):
         print(f"ex-4.4: gamma {g0} -> {g1}: you predict x{float(stair0_ratio(model, g0, g1)):.2f}, the recorded "
               f"medians grow x{t0[g1] / t0[g0]:.2f}; equal scales would give x{32 ** (g1 - g0):.2f}")

@@ -19,8 +19,8 @@ from ...pages.base import Experiment, listed as _listed
 from ...theory import escape_exponent, escape_time, relative_init_scales
 from . import claims as ch4
 
-__all__ = ["Experiment", "FAN_INS", "staircase", "live_runs", "last_stair", "saddle_escape", "gd_timing",
-           "adam_sweep", "linear_control", "activation_views"]
+__all__ = ["Experiment", "FAN_INS", "staircase", "live_runs", "last_stair", "saddle_escape", "stair0_medians",
+           "gd_timing", "adam_sweep", "linear_control", "activation_views"]
 
 # the Emb-MLP's three factors and their fan-ins: E (d = 32), W1 (L d = 96), W2 (m = 256)
 FAN_INS = (32, 96, 256)
@@ -45,7 +45,8 @@ def staircase() -> Experiment:
     ladder_names = [f"{n} ({x:.3f})" for n, x in zip(
         ["level 0: nothing known", "level 1: order 0 known", "level 2: orders 0, 1 known",
          "parity level: orders 0, 1, parity of the triple sum", "level 3: Bayes loss"], ladder)]
-    median_times = [metrics.median(x) for x in zip(*times) if None not in x]
+    # the median time of each stair (metrics.censored_median); a stair most runs did not take has none to draw
+    median_times = [m for m in (metrics.censored_median(list(x)) for x in zip(*times)) if math.isfinite(m)]
     order0_norms = [r.pure_norm[0] for r in recorded.runs]
     for k in range(4):
         glue(f"ch4_level{k}", float(levels[k]), "{:.4f}")
@@ -54,8 +55,7 @@ def staircase() -> Experiment:
     glue("ch4_chance", chance, "{:.2f}")
     glue("ch4_steps", int(steps[-1]), "{:,}")
     for k in range(3):
-        found = [t[k] for t in times if t[k] is not None]
-        glue(f"ch4_t{k}", metrics.median(found) if found else float("nan"), "{:,.0f}")
+        glue(f"ch4_t{k}", metrics.censored_median([t[k] for t in times]), "{:,.0f}")
         glue(f"ch4_t{k}_all", _listed([t[k] for t in times], "{:,}"), "{}")
     glue("ch4_order0_kept", _listed([float(n[-1] / n.max()) for n in order0_norms], "{:.2f}"), "{}")
     glue("ch4_order0_share", _listed([float(c[0][-1] / c[0].max()) for c in curves], "{:.2f}"), "{}")
@@ -79,7 +79,7 @@ def live_runs(page: Experiment, runs: Sequence, device: str | torch.device, eval
         times, page.times,
         live=[(r.steps, r.loss) for r in runs] if same_device else None,
         recorded=[(page.steps, x) for x in page.losses] if same_device else None)
-    loss_std = ch4.level_loss_std(page.task, 1)
+    loss_std = page.task.level_loss_std(1)
     noise = loss_std / math.sqrt(eval_size)
     plateau = ch4.plateau_level([r.steps for r in runs], [r.loss for r in runs], page.levels.tolist(), noise)
     for k in range(3):
@@ -154,6 +154,17 @@ def saddle_escape() -> Experiment:
                       {"saddle escape": claim, "kick not noise": kick_claim, "kick without minibatches": exact_claim})
 
 
+def stair0_medians(gd) -> dict[float, float]:
+    """The median stair-0 time at each gamma of the gradient-descent runs ``gd`` (``ch4_gd_timing``, a
+    :class:`~staircase_lib.results.RecordedResult`): gamma -> the median over its seeds
+    (:func:`~staircase_lib.metrics.censored_median`) of the order-0 alignment's interpolated half-rise time
+    (:func:`~staircase_lib.metrics.stair_time`), gammas in increasing order. The one
+    reading of the wait before stair 0 per gamma: :func:`gd_timing` and the check of ex-4.4 both use it."""
+    times = [metrics.stair_time(gd.steps, r.cka[0], interpolate=True) for r in gd.runs]
+    return {g: metrics.censored_median([t for r, t in zip(gd.runs, times) if r.gamma == g])
+            for g in sorted({r.gamma for r in gd.runs})}
+
+
 def gd_timing() -> Experiment:
     """The timing laws under gradient descent: the wait before stair 0 (``ch4_gd_timing``: gamma 0.75, 1,
     1.25, three seeds) against the escape time of the model's three factors at their own scales, and the pair
@@ -164,8 +175,8 @@ def gd_timing() -> Experiment:
     t0 = [metrics.stair_time(gd.steps, r.cka[0], interpolate=True) for r in gd.runs]
     law = ch4.gd_power_law(gammas, t0, d, fan_ins=FAN_INS)
     lo, hi = min(gammas), max(gammas)
-    ratio = (metrics.median([t for g, t in zip(gammas, t0) if g == hi])
-             / metrics.median([t for g, t in zip(gammas, t0) if g == lo]))
+    medians = stair0_medians(gd)
+    ratio = medians[hi] / medians[lo]
     predicted_ratio = (escape_time(relative_init_scales(FAN_INS, hi))
                        / escape_time(relative_init_scales(FAN_INS, lo)))
     glue("ch4_gd_exponent", law.numbers["exponent"], "{:.2f}")
@@ -219,7 +230,7 @@ def adam_sweep(sweep) -> Experiment:
     beyond = [(g, t) for g, t in zip(gammas, t1) if g > 0.5 and t is not None]
     slope, slope_se, _ = metrics.fit_line([(g - 0.5) * math.log(d) for g, _ in beyond],
                                           [t for _, t in beyond])  # over eps < 1 only
-    median_t = {k: {g: metrics.median([r.stair_times[k] for r in small_init if r.gamma == g])
+    median_t = {k: {g: metrics.censored_median([r.stair_times[k] for r in small_init if r.gamma == g])
                     for g in sorted(set(gammas))} for k in (0, 1)}
     levels = sweep.levels.tolist()
     large = [r for r in sweep.runs if r.gamma == 0.25]

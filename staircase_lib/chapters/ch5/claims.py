@@ -6,17 +6,19 @@ with the numbers it decided on. ``tests/chapters/test_ch5_claims.py`` runs each 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Mapping, Sequence
 
 import torch
 
+from ..._deprecated import moved_names
 from ...claims.base import Claim, reproduces, table  # table: kept as ch5.table for the chapter
-from ...metrics import cosine as cosine_between, crossing_time, median, stair_time
+from ...metrics import cosine as cosine_between, crossing_time, stair_time
 
 __all__ = ["mean_pooling_at_init", "direct_velocity_holds_then_breaks", "label_driven_mean_pool",
            "bag_of_tokens_first", "label_free_dip", "entropy_drops_with_pair_stair", "saturation_trap",
            "collapse_without_trap", "live_reproduces_recorded", "pair_progress", "pair_stair_stalls",
-           "value_path_leads_at_pair_stair", "final_loss", "table"]
+           "value_path_leads_at_pair_stair", "table"]
 
 
 def mean_pooling_at_init(gammas: Sequence[float], deviations: Sequence[float], d_embed: int,
@@ -107,14 +109,6 @@ def pair_progress(loss: float | torch.Tensor, levels: torch.Tensor) -> float | t
     return (start - loss) / (start - end)
 
 
-def final_loss(loss: torch.Tensor, tail: int = 5) -> float:
-    """A run's loss at the end: the median (:func:`~staircase_lib.metrics.median`) of its last ``tail`` records, so
-    that one late record with no trend (a jump at the last step) does not decide whether a run is through a stair.
-    What the chapter passes to :func:`saturation_trap` and :func:`collapse_without_trap` as a final loss."""
-    loss = torch.as_tensor(loss, dtype=torch.float64)
-    return float(median(loss[-tail:].tolist()))
-
-
 def fewer_through(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
     """One-sided Fisher exact p-value that group a has no lower a rate than group b, given ``k_a`` of ``n_a`` and
     ``k_b`` of ``n_b`` through: the probability, with the margins fixed, of ``k_a`` or fewer in group a."""
@@ -129,8 +123,9 @@ def saturation_trap(steps: torch.Tensor, forward_entropy: Sequence[torch.Tensor]
     """With the order-0 token at a context position (the forward task), attention collapses in every run
     (entropy ``< collapsed`` by step ``by``; ``forward_entropy``: one Tensor[T] per run), and fewer forward than
     reversed runs get through the pair stair (:func:`pair_progress` of the final loss above 1/2; pass
-    :func:`final_loss`): a one-sided Fisher exact p-value (:func:`fewer_through`) below ``alpha``. The claim is
-    this hypothesis, not the recording's counts (equal counts in both tasks fail, however many are trapped)."""
+    :func:`~staircase_lib.chapters.ch5.page.final_loss`): a one-sided Fisher exact p-value (:func:`fewer_through`)
+    below ``alpha``. The claim is this hypothesis, not the recording's counts (equal counts in both tasks fail,
+    however many are trapped)."""
     progress = [float(pair_progress(float(loss), levels)) for loss in forward_final_loss]
     others = [float(pair_progress(float(loss), levels)) for loss in reversed_final_loss]
     early = max(float(curve[steps <= by].min()) for curve in forward_entropy)
@@ -183,8 +178,8 @@ def collapse_without_trap(steps: torch.Tensor, entropy: Sequence[torch.Tensor], 
     """The saturation trap's control (the pair partner at the readout, the order-0 token still at a context
     position): attention collapses as on the forward task (the readout's entropy ``< collapsed`` by step ``by``
     in every run; ``entropy``: one Tensor[T] per run), and yet every run ends through the pair stair
-    (:func:`pair_progress` of its final loss above 1/2; pass :func:`final_loss`). So a collapsed attention row
-    stalls the pair stair only where the pair partner sits at another context position."""
+    (:func:`pair_progress` of its final loss above 1/2; pass :func:`~staircase_lib.chapters.ch5.page.final_loss`).
+    So a collapsed attention row stalls the pair stair only where the pair partner sits at another context position."""
     early = [float(curve[steps <= by].min()) for curve in entropy]
     progress = [float(pair_progress(float(loss), levels)) for loss in final_loss]
     holds = bool(progress) and max(early) < collapsed and min(progress) > 0.5
@@ -208,14 +203,12 @@ def pair_stair_stalls(steps: torch.Tensor, losses: Sequence[torch.Tensor], level
 
 
 def half_rise(steps: torch.Tensor, curve: torch.Tensor) -> float | None:
-    """The half-rise time (:func:`~staircase_lib.metrics.stair_time`, interpolated between records) of
-    ``curve`` divided by its largest absolute value, so that the detector's minimum rise (0.1) is a tenth of the
-    curve's own scale and a curve and any multiple of it have the same time. None if it never rises."""
-    curve = torch.as_tensor(curve, dtype=torch.float64)
-    scale = float(curve.abs().max())
-    if not scale > 0:
-        return None
-    return stair_time(steps, curve / scale, interpolate=True)
+    """Deprecated (goes in the next release): :func:`staircase_lib.metrics.stair_time` with ``interpolate=True,
+    scale_free=True``, the one half-rise time, which :func:`value_path_leads_at_pair_stair` now calls."""
+    warnings.warn("staircase_lib.chapters.ch5.claims.half_rise is deprecated: use staircase_lib.metrics.stair_time("
+                  "steps, curve, interpolate=True, scale_free=True) (the old name goes in the next release)",
+                  DeprecationWarning, stacklevel=2)
+    return stair_time(steps, torch.as_tensor(curve, dtype=torch.float64), interpolate=True, scale_free=True)
 
 
 def value_path_leads_at_pair_stair(steps: torch.Tensor, value_pair: Sequence[torch.Tensor],
@@ -223,9 +216,10 @@ def value_path_leads_at_pair_stair(steps: torch.Tensor, value_pair: Sequence[tor
                                    window: float = 2.0, lead: float = 0.0) -> Claim:
     """The heuristic "the value path grows before the query-key map", at the pair stair: in every run the pair
     part of the value-readout map (``value_pair``: ``||W_U W_O W_V E^T P_1||`` over time, one Tensor[T] per run)
-    reaches half its rise (:func:`half_rise`) within a factor ``window`` of the run's order-1 stair time
-    (``pair_stairs``, from the alignment: it grows at the pair stair, not in the order-0 stage), and strictly
-    before the readout's score on the pair partner minus its mean (``partner_score``) does. ``lead``: the least
+    reaches half its rise (:func:`~staircase_lib.metrics.stair_time`, interpolated, ``scale_free``) within a
+    factor ``window`` of the run's order-1 stair time (``pair_stairs``, from the alignment: it grows at the pair
+    stair, not in the order-0 stage), and strictly before the readout's score on the pair partner minus its
+    mean (``partner_score``) does. ``lead``: the least
     lead asked for, as a fraction of the score's time (0: strictly before). How late the score rises is not
     part of the claim (after the stair it keeps growing while the softmax saturates).
 
@@ -236,8 +230,8 @@ def value_path_leads_at_pair_stair(steps: torch.Tensor, value_pair: Sequence[tor
     if not (len(value_pair) == len(partner_score) == len(pair_stairs)) or not len(value_pair):
         raise ValueError(f"value_pair, partner_score and pair_stairs must list the same runs (at least one), got "
                          f"{len(value_pair)}, {len(partner_score)} and {len(pair_stairs)}")
-    value_times = [half_rise(steps, v) for v in value_pair]
-    score_times = [half_rise(steps, q) for q in partner_score]
+    value_times = [stair_time(steps, v, interpolate=True, scale_free=True) for v in value_pair]
+    score_times = [stair_time(steps, q, interpolate=True, scale_free=True) for q in partner_score]
     leads, ok = [], []
     for v, q, t in zip(value_times, score_times, pair_stairs):
         if v is None or q is None or t is None:
@@ -259,3 +253,8 @@ def live_reproduces_recorded(live: Mapping[str, Sequence[int | None]], recorded:
     one step per run, None where it never happened) happens in every run, with live and recorded medians
     within ``factor`` (:func:`~staircase_lib.claims.base.reproduces`)."""
     return reproduces(live, recorded, factor)
+
+
+# a measurement moved to the page module (a claims module holds predicates and their thresholds); the old name,
+# for one release
+__getattr__ = moved_names(__name__, {"final_loss": ("staircase_lib.chapters.ch5.page", "final_loss")})

@@ -14,6 +14,7 @@ from typing import Sequence
 import torch
 
 from ... import metrics, models, recordings, signatures, tasks, theory
+from ..._checks import check_positive_int
 from ...claims import glue, glue_bound
 from ...pages.base import Experiment, listed as _listed
 from ...training.batched import ADAM_DEFAULTS
@@ -22,6 +23,15 @@ from .recordings import STRENGTHS
 
 __all__ = ["Experiment", "STRENGTHS", "staircase", "mean_pooling", "velocity", "bag_of_tokens", "pair_stair",
            "adam_eps", "saturation_trap"]
+
+
+def final_loss(loss: torch.Tensor, tail: int = 5) -> float:
+    """A run's loss at the end: the median (:func:`~staircase_lib.metrics.median`) of its last ``tail`` records of
+    ``loss`` (Tensor[T]), so that one late record with no trend (a jump at the last step) does not decide whether a
+    run is through a stair. What the page passes to the saturation-trap claims as a final loss."""
+    loss = torch.as_tensor(loss, dtype=torch.float64)
+    check_positive_int("tail", tail)
+    return metrics.median(loss[-tail:].tolist())
 
 
 def first_below(steps: torch.Tensor, entropy: torch.Tensor, level: float = 0.5) -> int | None:
@@ -232,7 +242,7 @@ def saturation_trap(page: Experiment) -> Experiment:
     reversed_runs = recorded.select(task="reversed")
 
     def final(runs):  # the median of the last five records: one late record does not decide
-        return [ch5.final_loss(r.loss) for r in runs]
+        return [final_loss(r.loss) for r in runs]
 
     trap = ch5.saturation_trap(steps, [r.entropy for r in forward_runs], final(forward_runs),
                                final(reversed_runs), levels, alpha=0.05)

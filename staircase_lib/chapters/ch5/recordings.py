@@ -1,4 +1,4 @@
-"""Chapter 5's long runs: one-layer transformer classifiers trained as one batched ensemble, ``seeds`` runs on
+"""Chapter 5's long runs: one-layer transformer classifiers trained as one batched ensemble, ``n_seeds`` runs on
 the reversed three-attribute task (the order-0 token at the readout) and as many on the forward task (the
 order-0 token at position 0).
 
@@ -6,7 +6,7 @@ The first three seeds of each task are the ones the page trains live (model and 
 forward); further seeds continue from 6, alternating reversed and forward (6, 8, ... reversed; 7, 9, ...
 forward); every run draws its data with its model seed. The members of a batched ensemble train independently
 (the same seed gives the same run in an ensemble of 6 or of 12), so the book's runs are the same whatever
-``seeds`` is.
+``n_seeds`` is (a count: the seeds themselves follow from it, :func:`model_seeds`).
 
 For every run it records, on a log-spaced schedule, the loss on a fixed evaluation batch, the alignment (linear
 CKA) of the embeddings with the three pure kernels and with the pooled (bag-of-tokens) signature kernel, the
@@ -29,7 +29,7 @@ from typing import Sequence
 import torch
 
 from ... import metrics, models, runtime, signatures, tasks, training
-from ..._checks import check_positive_int
+from ..._checks import check_positive_int, renamed_argument
 from ...recordings import records
 from ...results import rounded
 
@@ -111,28 +111,44 @@ def model_seeds(n: int) -> tuple[list[int], list[int]]:
             [3, 4, 5][:n] + [7 + 2 * i for i in range(n - 3)])
 
 
+def _count(recorder: str, n_seeds: int, default: int, old: dict) -> int:
+    """``n_seeds`` (default ``default``) of a call of ``recorder``, which may still pass it as ``seeds`` (its old
+    name: a count, where ``seeds`` everywhere else is the seeds themselves) in ``old``, the call's other
+    keywords."""
+    unknown = sorted(set(old) - {"seeds"})
+    if unknown:
+        raise TypeError(f"{recorder}() got unexpected keyword arguments {unknown}")
+    if "seeds" in old:
+        n_seeds = renamed_argument("seeds", old["seeds"], "n_seeds", n_seeds, default)
+    return check_positive_int("n_seeds", n_seeds)
+
+
 @records("ch5_attention")
-def attention(*, seeds: int = 6, d_embed: int = 32, steps: int = 6000, lr: float = 1e-2, batch_size: int = 512,
-              eval_size: int = 2048, records_per_decade: int = 40, device: str = "auto") -> dict:
-    """Train ``seeds`` reversed and ``seeds`` forward runs as one ensemble and return the result."""
+def attention(*, n_seeds: int = 6, d_embed: int = 32, steps: int = 6000, lr: float = 1e-2, batch_size: int = 512,
+              eval_size: int = 2048, records_per_decade: int = 40, device: str = "auto", **old) -> dict:
+    """Train ``n_seeds`` reversed and ``n_seeds`` forward runs (model and data seeds :func:`model_seeds`) as one
+    ensemble and return the result. ``seeds=``, the old name of ``n_seeds``, works for one release with a
+    DeprecationWarning."""
+    n_seeds = _count("attention", n_seeds, 6, old)
     reversed_task = tasks.StaircaseTask(strengths=STRENGTHS, reverse=True)
     forward_task = tasks.StaircaseTask(strengths=STRENGTHS)
-    backward, forward = model_seeds(seeds)
+    backward, forward = model_seeds(n_seeds)
     runs = [("reversed", reversed_task, s) for s in backward] + [("forward", forward_task, s) for s in forward]
-    return _train_and_record(runs, dict(seeds=seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
+    return _train_and_record(runs, dict(n_seeds=n_seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
                                         eval_size=eval_size, records_per_decade=records_per_decade, device=device))
 
 
 @records("ch5_trap_control")
-def trap_control(*, seeds: int = 4, d_embed: int = 32, steps: int = 6000, lr: float = 1e-2, batch_size: int = 512,
-                 eval_size: int = 2048, records_per_decade: int = 40, device: str = "auto") -> dict:
-    """The saturation trap's control: ``seeds`` runs (model and data seeds 13, 15, ...) of :func:`attention`'s
+def trap_control(*, n_seeds: int = 4, d_embed: int = 32, steps: int = 6000, lr: float = 1e-2, batch_size: int = 512,
+                 eval_size: int = 2048, records_per_decade: int = 40, device: str = "auto", **old) -> dict:
+    """The saturation trap's control: ``n_seeds`` runs (model and data seeds 13, 15, ...) of :func:`attention`'s
     models and settings on the forward task read in the order (0, 2, 1): the order-0 token at position 0, as in
-    the forward task, and its pair partner at the readout, as in the reversed task."""
-    check_positive_int("seeds", seeds)
+    the forward task, and its pair partner at the readout, as in the reversed task. ``seeds=``, the old name of
+    ``n_seeds``, works for one release with a DeprecationWarning."""
+    n_seeds = _count("trap_control", n_seeds, 4, old)
     task = tasks.StaircaseTask(strengths=STRENGTHS, reading_order=(0, 2, 1))
-    runs = [("partner at readout", task, CONTROL_SEEDS + 2 * i) for i in range(seeds)]
-    return _train_and_record(runs, dict(seeds=seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
+    runs = [("partner at readout", task, CONTROL_SEEDS + 2 * i) for i in range(n_seeds)]
+    return _train_and_record(runs, dict(n_seeds=n_seeds, d_embed=d_embed, steps=steps, lr=lr, batch_size=batch_size,
                                         eval_size=eval_size, records_per_decade=records_per_decade, device=device),
                              reading_order=[0, 2, 1])
 

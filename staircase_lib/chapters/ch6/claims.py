@@ -5,17 +5,18 @@ The frozen and transplant pair stairs are read from the **pair margin** (the tas
 gives. The loss alone can mislead, since a model can fall below the pair level of the loss by learning the
 triple rule without the pair rule. A run that never crosses its level is **censored** (``None`` here), never
 counted as a crossing at its last step. A comparison of two arms needs both arms trained for the same number
-of steps, and a censored run in either arm makes the comparison undecided, so the claim fails.
+of steps, and a censored run in either arm makes the comparison undecided, so the claim fails. The medians
+these claims report are the library's one median of times (:func:`staircase_lib.metrics.censored_median`:
+finite while fewer than half of an arm's runs are censored, ``inf`` otherwise; NaN for an empty arm).
 """
 from __future__ import annotations
 
-from statistics import median
 from typing import Optional, Sequence
 
 import torch
 
 from ...claims.base import Claim
-from ...metrics import crossing_time, paired_lead
+from ...metrics import censored_median, crossing_time, median, paired_lead
 
 __all__ = ["frozen_speedup", "escape_rate_raised", "rate_follows_g1", "no_pair_without_g1",
            "structure_helps_early", "displacement_order",
@@ -31,7 +32,8 @@ def _censored(times: Times) -> int:
 
 
 def _median(times: Times) -> float:
-    return float(median(times)) if times and _censored(times) == 0 else float("nan")
+    """The arm's median time (:func:`~staircase_lib.metrics.censored_median`); NaN for an arm with no runs."""
+    return censored_median(list(times)) if len(times) else float("nan")
 
 
 def frozen_speedup(t_structured: Times, t_random: Times, steps_structured: int, steps_random: int,

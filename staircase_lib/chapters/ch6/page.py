@@ -148,8 +148,7 @@ def frozen_adam(runs: Sequence, task: tasks.StaircaseTask, embeddings: dict, ste
     glue("ch6_t_structured_all", _listed(t_structured, "{:,.0f}"), "{}")
     glue("ch6_t_random_all", _listed(t_random, "{:,.0f}"), "{}")
     glue("ch6_t_control_all", _listed(t_control, "{:,.0f}"), "{}")
-    glue("ch6_control_loss_cross", metrics.median(t_loss_control) if None not in t_loss_control
-         else float("nan"), "{:.0f}")
+    glue("ch6_control_loss_cross", metrics.censored_median(t_loss_control), "{:.0f}")
     glue("ch6_final_structured", early.numbers["final_structured"], "{:.3f}")
     glue("ch6_final_random", early.numbers["final_random"], "{:.3f}")
     glue("ch6_level2", float(levels[2]), "{:.3f}")

@@ -5,40 +5,15 @@ predicates take lists of its numbers over seeds.
 """
 from __future__ import annotations
 
-import math
 from statistics import median
 from typing import Sequence
 
-import torch
-
+from ..._deprecated import moved_names
 from ...claims.base import Claim
 
-__all__ = ["geometry", "signature_order", "pc1_orders", "learned_without_order", "ring", "arc",
+__all__ = ["signature_order", "pc1_orders", "learned_without_order", "ring", "arc",
            "no_ring_at_large_init", "order_before_accuracy", "keeps_initial_geometry",
-           "initial_geometry", "generalizes_to_held_out", "order_without_generalization"]
-
-
-def geometry(embeddings: torch.Tensor, kernel: torch.Tensor) -> dict[str, float]:
-    """Numbers of one embedding matrix Tensor[n, d] (row ``v`` = number ``v``) against a kernel Tensor[n, n]:
-
-    ``spearman``: Spearman correlation of the off-diagonal embedding cosines with the kernel entries;
-    ``pc1``: |Spearman| between the first principal component and the number;
-    ``coverage``: angular coverage of the two leading principal components, in units of pi;
-    ``in order``: the fraction of angular neighbours (in those two components) that are consecutive numbers
-    modulo n (1 for numbers going around in sequence, about 2/(n-1) for a random arrangement).
-    """
-    from ...metrics import angular_coverage, gram_correlation, principal_components, rank_correlation
-
-    n = embeddings.shape[0]
-    numbers = torch.arange(float(n))
-    scores, _ = principal_components(embeddings, k=2)
-    centred = scores - scores.mean(0)
-    around = numbers[torch.atan2(centred[:, 1], centred[:, 0]).argsort()]  # the numbers in angular order
-    gap = (around.roll(-1) - around) % n
-    return {"spearman": gram_correlation(embeddings, kernel, method="spearman", cosine=True),
-            "pc1": abs(rank_correlation(scores[:, 0], numbers)),
-            "coverage": angular_coverage(scores) / math.pi,
-            "in order": float(((gap == 1) | (gap == n - 1)).double().mean())}
+           "generalizes_to_held_out", "order_without_generalization"]
 
 
 def signature_order(spearman: Sequence[float], threshold: float = 0.8) -> Claim:
@@ -104,15 +79,6 @@ def order_before_accuracy(order_steps: Sequence[float | None], accuracy_steps: S
                  {"order_steps": list(order_steps), "accuracy_steps": list(accuracy_steps)})
 
 
-def initial_geometry(embeddings: torch.Tensor) -> float:
-    """CKA between the first and the last embedding matrix of a run (Tensor[T, n, d]): near 1 when the
-    final embeddings keep the geometry (centred Gram matrix) they started with."""
-    from ...metrics import cka
-
-    first, last = embeddings[0].double(), embeddings[-1].double()
-    return cka(last, first @ first.T, x_is_gram=False)
-
-
 def keeps_initial_geometry(cka_large: Sequence[float], cka_small: Sequence[float], large_above: float = 0.8,
                            small_below: float = 0.5) -> Claim:
     """At large initialization the embeddings keep their random initial geometry (CKA of the final with the
@@ -147,3 +113,9 @@ def order_without_generalization(spearman: Sequence[float], pc1: Sequence[float]
     return Claim(f"ordered (Spearman > {order_above:g}, PC1 > {pc1_above:g}) yet held-out accuracy < {held_below:g}, "
                  "every seed", low_order > order_above and low_pc1 > pc1_above and high < held_below,
                  {"min_spearman": low_order, "min_pc1": low_pc1, "max_held_out": high})
+
+
+# the measurements moved to the page module (a claims module holds predicates and their thresholds); the old
+# names, for one release
+__getattr__ = moved_names(__name__, {"geometry": ("staircase_lib.chapters.ch7.page", "number_geometry"),
+                                     "initial_geometry": ("staircase_lib.chapters.ch7.page", "initial_geometry")})

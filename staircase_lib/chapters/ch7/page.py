@@ -18,8 +18,8 @@ from ...claims import glue, glue_bound
 from ...pages.base import Experiment, listed as _listed
 from . import claims as ch7
 
-__all__ = ["Experiment", "kernels", "plot_kernels", "geometry", "plot_geometry", "plot_kernel_vs_cosine", "timing",
-           "plot_timing", "held_out", "plot_held_out", "addition_explorer"]
+__all__ = ["Experiment", "kernels", "plot_kernels", "geometry", "plot_geometry",
+           "plot_kernel_vs_cosine", "timing", "plot_timing", "held_out", "plot_held_out", "addition_explorer"]
 
 N_NUMBERS = 30
 
@@ -77,12 +77,41 @@ def plot_kernels(k: Experiment):
     return fig
 
 
+def number_geometry(embeddings: torch.Tensor, kernel: torch.Tensor) -> dict[str, float]:
+    """The geometry of the numbers in one embedding matrix Tensor[n, d] (row ``v`` = number ``v``) against a
+    kernel Tensor[n, n], what the chapter's claims read (its old name: ``sl.chapters.ch7.claims.geometry``):
+
+    ``spearman``: Spearman correlation of the off-diagonal embedding cosines with the kernel entries;
+    ``pc1``: |Spearman| between the first principal component and the number;
+    ``coverage``: angular coverage of the two leading principal components, in units of pi;
+    ``in order``: the fraction of angular neighbours (in those two components) that are consecutive numbers
+    modulo n (1 for numbers going around in sequence, about 2/(n-1) for a random arrangement).
+    """
+    n = embeddings.shape[0]
+    numbers = torch.arange(float(n))
+    scores, _ = metrics.principal_components(embeddings, k=2)
+    centred = scores - scores.mean(0)
+    around = numbers[torch.atan2(centred[:, 1], centred[:, 0]).argsort()]  # the numbers in angular order
+    gap = (around.roll(-1) - around) % n
+    return {"spearman": metrics.gram_correlation(embeddings, kernel, method="spearman", cosine=True),
+            "pc1": abs(metrics.rank_correlation(scores[:, 0], numbers)),
+            "coverage": metrics.angular_coverage(scores) / math.pi,
+            "in order": float(((gap == 1) | (gap == n - 1)).double().mean())}
+
+
+def initial_geometry(embeddings: torch.Tensor) -> float:
+    """CKA between the first and the last embedding matrix of a run (Tensor[T, n, d]): near 1 when the
+    final embeddings keep the geometry (centred Gram matrix) they started with."""
+    first, last = embeddings[0].double(), embeddings[-1].double()
+    return metrics.cka(last, first @ first.T, x_is_gram=False)
+
+
 def geometry(groups: Mapping[str, tuple[Sequence[training.History], _tasks.AdditionTask]]) -> Experiment:
     """The final geometry of every run (``groups[name] = (runs, task)``: "integer, gamma 1", "integer, gamma
     0.25", "modular, gamma 1"): rank correlations, PC1 order, coverage (in units of pi), "in order", accuracy,
     CKA with the start. Claims: signature order (both tasks), PC1, learned without order, ring, arc, no ring."""
-    results = {name: [ch7.geometry(run.embeddings[-1], task.kernel())
-                      | {"accuracy": float(run.accuracy[-1]), "initial CKA": ch7.initial_geometry(run.embeddings)}
+    results = {name: [number_geometry(run.embeddings[-1], task.kernel())
+                      | {"accuracy": float(run.accuracy[-1]), "initial CKA": initial_geometry(run.embeddings)}
                       for run in runs] for name, (runs, task) in groups.items()}
     small, large, ring = "integer, gamma 1", "integer, gamma 0.25", "modular, gamma 1"
 
@@ -271,7 +300,7 @@ def held_out(geo: Experiment, integer_runs: Sequence[training.History], mixed_ru
                                           ("large embeddings only", mixed_runs))}
     commonest = held.labels.bincount().max().item() / len(held.labels)
     final = {name: c[:, -1].tolist() for name, c in curves.items()}
-    mixed = [ch7.geometry(r.embeddings[-1], seen.kernel()) | {"initial CKA": ch7.initial_geometry(r.embeddings)}
+    mixed = [number_geometry(r.embeddings[-1], seen.kernel()) | {"initial CKA": initial_geometry(r.embeddings)}
              for r in mixed_runs]
     mixed_spearman, mixed_pc1 = [m["spearman"] for m in mixed], [m["pc1"] for m in mixed]
     glue_bound("ch7_held_small", min(final["integer, gamma 1"]), "lower", 2)
@@ -337,7 +366,7 @@ def addition_explorer(book_runs: Mapping[tuple, training.History], config: train
 
     def show(task="integer", gamma=1.0, width="chapter"):
         chosen, run = run_for(task, gamma, width)
-        g = ch7.geometry(run.embeddings[-1], chosen.kernel())
+        g = number_geometry(run.embeddings[-1], chosen.kernel())
         held = run.probes.get("held out")
         extra = f", held out {float(held['accuracy'][-1]):.2f}" if held else ""
         scores, _ = metrics.principal_components(run.embeddings[-1], k=2)

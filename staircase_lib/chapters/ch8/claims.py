@@ -16,13 +16,14 @@ from typing import Mapping, Sequence
 import torch
 
 from ... import metrics
+from ..._deprecated import moved_names
 from ...claims.base import Claim
 from ...metrics import cka, crossing_time, rank_correlation, smooth, stair_time
 
 __all__ = ["STAIR_RULE", "stair", "rests_on_level", "order1_stair", "stays_at_chance",
            "plateau_on_unigram", "bigram_first_and_highest", "in_every_run", "bigram_blind_to_class",
            "pos_then_class", "attention_uniform_through", "predictions_climb", "plateau_gone", "rises_with_trend",
-           "half_rise_time", "times_grow_with_gamma", "lower_loss_at"]
+           "times_grow_with_gamma", "lower_loss_at"]
 
 
 STAIR_RULE = {"window": 3, "min_rise": 0.05, "interpolate": True}
@@ -37,7 +38,7 @@ def stair(steps: torch.Tensor, curve: torch.Tensor, after: float | None = None) 
     interpolated step at which the smoothed curve first reaches halfway from its lowest value before its peak to
     its peak; with ``after`` (a step, for example the bigram stair), read on the records from there on only.
     None (censored) when it does not rise by ``STAIR_RULE["min_rise"]``: a censored run counts as later than
-    every recorded time (:func:`censored_median`)."""
+    every recorded time (:func:`staircase_lib.metrics.censored_median`)."""
     return metrics.stair_time(steps, curve, after=after, **STAIR_RULE)
 
 
@@ -386,49 +387,18 @@ def rises_with_trend(steps: torch.Tensor, curve: torch.Tensor, chance: float, af
                  at <= at_most and bool(trend), {"at_bigram_stair": at, **trend.numbers})
 
 
-def half_rise_time(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: int = 0, window: int = 3,
-                   tail: float = 0.1, min_rise: float = 0.05) -> int | None:
-    """When a curve that rises with a trend after step ``after`` (:func:`rise_trend` with ``min_rise``) first
-    reaches half of its end value above its value at ``after`` (smoothed over ``window`` records); None
-    (censored) when it does not rise so. ``chance`` only shifts both ends and is kept for symmetry."""
-    curve = _check_curve("curve", steps, curve) - chance
-    keep = steps >= after
-    if int(keep.sum()) < 3 or not rise_trend(steps[keep], curve[keep], min_rise=min_rise, window=window, tail=tail):
-        return None
-    values = smooth(curve[keep], window)
-    end = float(values[-max(1, math.ceil(tail * len(values))):].mean())
-    return crossing_time(steps[keep], values, (float(values[0]) + end) / 2, below=False)
-
-
-def censored_median(values: Sequence[int | None]) -> float:
-    """The median (:func:`staircase_lib.metrics.median`) of times where None is a censored run, one that had not
-    happened when the run stopped and so counts as later than every recorded time: ``inf`` when a censored run
-    is among the middle values, else the median with each censored run standing in as the latest recorded
-    time (which leaves the middle values, and so the median, as they are)."""
-    values = list(values)
-    if not values:
-        raise ValueError("values must hold at least one time, got none")
-    recorded = sorted(float(v) for v in values if v is not None)
-    n = len(values)
-    middle = (n // 2,) if n % 2 else (n // 2 - 1, n // 2)
-    if max(middle) >= len(recorded):
-        return float("inf")
-    return metrics.median([float(v) if v is not None else recorded[-1] for v in values])
-
-
 def times_grow_with_gamma(times: Mapping[float, Sequence[int | None]], min_ratio: float = 1.5) -> Claim:
     """Stair times grow as the initialization shrinks (gamma grows): the median time
-    (:func:`censored_median`: a censored run, None, counts as later than every recorded one) rises from each
-    gamma to the next larger one, and the largest gamma's median is at least ``min_ratio`` times the
-    smallest's. Rejects: times that do not grow, and curves that never rise: every median must be a measured
+    (:func:`staircase_lib.metrics.censored_median`: a censored run, None, counts as later than every recorded
+    one) rises from each gamma to the next larger one, and the largest gamma's median is at least ``min_ratio``
+    times the smallest's. Rejects: times that do not grow, and curves that never rise: every median must be a measured
     time (more than half the runs at each gamma take their stair), so censored runs cannot make a gamma read
     as "later". ``times``: gamma -> one time per seed."""
     if len(times) < 2 or any(len(v) == 0 for v in times.values()):
         raise ValueError(f"times must map at least two gammas to non-empty lists of times, got {dict(times)!r:.80}")
     gammas = sorted(times)
-    medians = [censored_median(times[g]) for g in gammas]
-    measured = all(math.isfinite(m) and sum(t is not None for t in times[g]) > len(times[g]) / 2
-                   for g, m in zip(gammas, medians))
+    medians = [metrics.censored_median(times[g]) for g in gammas]
+    measured = all(math.isfinite(m) for m in medians)  # finite: fewer than half the runs censored
     rising = all(b > a for a, b in zip(medians, medians[1:]))
     ratio = medians[-1] / max(medians[0], 1.0) if measured else float("nan")
     return Claim(f"median time measured at every gamma, rising with gamma at every step and by a factor >= "
@@ -452,3 +422,9 @@ def lower_loss_at(steps: torch.Tensor, lower: Sequence[torch.Tensor], higher: Se
     return Claim(f"every run below every run of the other at steps {list(at)}",
                  all(w < b for w, b in zip(worst, best)),
                  {"at": list(at), "highest_of_lower": worst, "lowest_of_higher": best})
+
+
+# measurements that moved out of the claims (a claims module holds predicates and their thresholds); the old
+# names, for one release
+__getattr__ = moved_names(__name__, {"censored_median": ("staircase_lib.metrics", "censored_median"),
+                                     "half_rise_time": ("staircase_lib.chapters.ch8.page", "half_rise_time")})

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from ... import recordings
+from ... import metrics, recordings
 from ...claims import Claim, glue, glue_bound
 from ...pages.base import Experiment
 from . import claims as ch8
@@ -171,6 +171,29 @@ def _rise_times(result, name: str) -> list[float | None]:
         bigram = ch8.stair(result.steps, r.cka_bigram)
         times.append(ch8.stair(result.steps, getattr(r, f"cka_{name}"), after=bigram or 0))
     return times
+
+
+def half_rise_time(steps: torch.Tensor, curve: torch.Tensor, chance: float, after: int = 0, window: int = 3,
+                   tail: float = 0.1, min_rise: float = 0.05) -> int | None:
+    """When a curve (Tensor[T] on ``steps``) that rises with a trend after step ``after``
+    (:func:`~staircase_lib.chapters.ch8.claims.rise_trend` with ``min_rise``) first reaches half of its end value
+    above its value at ``after`` (smoothed over ``window`` records; the end: the mean of the last ``tail`` of
+    records); None (censored) when it does not rise so. ``chance`` only shifts both ends and is kept for symmetry.
+
+    Not the chapter's stair time (:func:`~staircase_lib.chapters.ch8.claims.stair`, which the page's timing
+    claims use): that one is :func:`staircase_lib.metrics.stair_time`, halfway from the lowest value before the
+    peak to the peak, for any rise of ``min_rise``; this one is halfway from the value at ``after`` to where the
+    curve *ends*, and only for a rise with a trend, so a curve that peaks and falls back, or rises in one late
+    step, has a stair time but no half-rise time here. Kept beside the page's timing as a second reading of the
+    later kernels' rise (no claim rests on it)."""
+    curve = ch8._check_curve("curve", steps, curve) - chance
+    keep = steps >= after
+    if int(keep.sum()) < 3 or not ch8.rise_trend(steps[keep], curve[keep], min_rise=min_rise, window=window,
+                                                  tail=tail):
+        return None
+    values = metrics.smooth(curve[keep], window)
+    end = float(values[-max(1, math.ceil(tail * len(values))):].mean())
+    return metrics.crossing_time(steps[keep], values, (float(values[0]) + end) / 2, below=False)
 
 
 def timing_results(page: Experiment) -> dict[float, list]:
