@@ -93,10 +93,11 @@ def test_claims_fail_on_an_untrained_model_a_cut_off_run_and_large_init():
     assert not ch9.order0_first(times)
     assert not ch9.context_stair_later([[10, 30]] * 2, times, fast_steps=1500)
     assert not ch9.order0_falls_after_context(steps, [c[0] for c in curves], times)
-    # large initialization (gamma 0.25): no transient order-0 stair that gives way to a context stair
-    # (measured: the order-0 stair never rises, t0 censored, while the pair stair comes at ~200-250 steps)
+    # large initialization (gamma 0.25): no transient order-0 stair that gives way to a context stair. Measured in
+    # this small network (d 16, 300 steps): the order-0 alignment rises by 0.06-0.09 before the pair stair (~200
+    # steps), above the one rule's least stair (0.05), so "order 0 first" is not rejected here, but it never falls
+    # back; the chapter's own control (recorded, d 32, 6000 steps) rejects both claims (test above)
     steps, curves, times = _emb_mlp_times(0.25, 300)
-    assert not ch9.order0_first(times)
     assert not ch9.order0_falls_after_context(steps, [c[0] for c in curves], times)
 
 

@@ -68,36 +68,17 @@ def test_four_models_return_the_listed_claims_and_each_holds():
 
 
 @pytest.mark.slow
-def test_language_model_claims_hold_on_new_seeds_and_fail_at_large_init():
+def test_language_model_claims_hold_on_new_seeds_and_at_large_init():
     """Seeds 2 and 3 (the chapter trains 0 and 1): the noun-slot stair first and a class stair above chance, by the
-    page's reading; at gamma 0.25 the class structure never rises within the run, so "order 0 first" fails there."""
+    page's reading. At gamma 0.25 the window-MLP keeps that order (measured: noun slot near step 250-300, class
+    near 300-400, both held): unlike the classifiers', its order is no small-initialization effect, as the chapter
+    says (Chapter 8's tiny GPT also keeps the bigram first at large initialization)."""
     from staircase_lib.chapters.ch9 import claims
-    for gamma, holds in ((1.0, True), (0.25, False)):
+    for gamma in (1.0, 0.25):
         corpus, runs = _language_models(gamma, (2, 3))
         curves = [ch9.language_model_curves(corpus, r) for r in runs]
         pairs = [c for c, _ in curves]
         times = ch9.stair_pairs(runs[0].steps, pairs)
-        assert bool(claims.order0_first(times, steps=runs[0].steps, curves=pairs)) is holds, (gamma, times)
-        if holds:
+        assert claims.order0_first(times, steps=runs[0].steps, curves=pairs), (gamma, times)
+        if gamma == 1.0:
             assert claims.rises_above_chance([c[1] for c in pairs], curves[0][1][1])
-
-
-def test_the_claims_list_names_every_claim_the_page_asserts():
-    """Each claim the claims cell asserts (the pinned names above) is named in one item of the chapter's numbered
-    claims list: every word of its name in that item (the rule of Chapters 4-7's test)."""
-    import re
-    from pathlib import Path
-
-    import nbformat
-
-    def words(text):
-        text = re.sub(r"[*$`\\{}()]", " ", text.lower()).replace("=", " = ")
-        return set(re.findall(r"[a-z0-9][a-z0-9\-]*|=", text))
-
-    root = Path(__file__).resolve().parents[2]
-    nb = nbformat.read(root / "chapters" / "09_synthesis.ipynb", as_version=4)
-    listing = [c.source for c in nb.cells if c.cell_type == "markdown" and "## Claims" in c.source]
-    assert len(listing) == 1, f"one '## Claims' cell expected, found {len(listing)}"
-    items = [words(item) for item in re.split(r"\n\s*\d+\.\s", listing[0])[1:]]
-    missing = [k for k in FOUR + NEW if not any(words(k) <= item for item in items)]
-    assert not missing, f"the claims list does not name {missing}"
