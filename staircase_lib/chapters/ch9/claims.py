@@ -1,10 +1,10 @@
-"""Claims of Chapter 9, one staircase in three models (see :mod:`staircase_lib.claims`).
+"""Claims of Chapter 9, one staircase in four models (see :mod:`staircase_lib.claims`).
 
-The predicates take stair times (half-rise times from :func:`staircase_lib.metrics.stair_times`, one
-``(t0, t1)`` pair per seed: the order-0 stair and the first context stair; the chapter reads them with
-``interpolate=True``, so that they are not snapped to the 12 % grid of log-spaced records) and alignment
-curves. A stair whose curve never rises is *censored* (``None``): it is reported as censored and never counts
-as a crossing, so a run cut off before its stair or an untrained model fails every claim.
+The predicates take stair times (one ``(t0, t1)`` pair per seed: the order-0 stair and the first context stair;
+the chapter reads them with Chapter 8's one rule, :func:`staircase_lib.chapters.ch8.claims.stair`, on the whole
+run, through :func:`staircase_lib.chapters.ch9.page.stair_pairs`) and alignment curves. A stair whose curve
+never rises is *censored* (``None``): it is reported as censored and never counts as a crossing, so a run cut
+off before its stair or an untrained model fails every claim.
 ``tests/chapters/test_ch9_claims.py`` runs each predicate on such negative controls, on seeds the chapter does not use
 (recorded by ``scripts/ch9_seeds.py``) and on the large-initialization control (gamma 0.25), under which the
 small-initialization claims (``order0_first``, ``order0_falls_after_context``) fail and
@@ -13,21 +13,22 @@ effect).
 """
 from __future__ import annotations
 
-from ...metrics import median
+import math
 from typing import Sequence
 
 import torch
 
 from ...claims.base import Claim
+from ...metrics import median, smooth
 
-__all__ = ["censored", "order0_first", "context_stair_later", "order0_falls_after_context",
+__all__ = ["censored", "held", "kept", "order0_first", "context_stair_later", "order0_falls_after_context",
            "no_staircase_at_large_init", "rises_above_chance"]
 
 Times = Sequence[Sequence["float | None"]]
 
 
 def censored(times: Times) -> int:
-    """How many stairs (over all seeds and orders) never rose."""
+    """How many stairs (over all seeds and orders) never rose (None: censored by the stair rule)."""
     return sum(t is None for pair in times for t in pair)
 
 
@@ -42,17 +43,60 @@ def _observed(times: Times, min_observed: int | None) -> tuple[list[list], int]:
     return [pair for pair in times if pair[1] is not None], need
 
 
-def order0_first(times: Times, min_observed: int | None = None) -> Claim:
+def _level(curve: torch.Tensor, window: int = 3) -> float:
+    """The half-rise level the one rule crosses: halfway from the lowest value of the curve smoothed over
+    ``window`` records before its peak to that peak."""
+    values = smooth(torch.as_tensor(curve).double(), window)
+    peak = int(torch.argmax(values))
+    low = float(values[: peak + 1].min())
+    return low + 0.5 * (float(values[peak]) - low)
+
+
+def held(steps: torch.Tensor, curve: torch.Tensor, t: float | None, records: int = 5) -> bool:
+    """Whether the curve (Tensor[T] on ``steps``) holds the stair it took at ``t``: the median of the raw curve over
+    the ``records`` records from the first one at or after ``t`` is at or above the stair's half-rise level. A
+    one-record spike, which the smoothing turns into a rise, fails (the median leaves it out); so do a censored
+    stair (``t`` None) and one with fewer than ``records`` records after it."""
+    if t is None:
+        return False
+    start = int(torch.searchsorted(steps.double().contiguous(), torch.tensor([float(t)], dtype=torch.float64))[0])
+    after = torch.as_tensor(curve).double()[start:start + records]
+    return len(after) == records and median(after) >= _level(curve) - 1e-12
+
+
+def kept(curve: torch.Tensor, tail: float = 0.1) -> bool:
+    """Whether the curve (Tensor[T]) keeps the stair it took to the end of the run: the median of its last ``tail``
+    of records (at least 3) is at or above the stair's half-rise level. A one-record spike and a rise that falls
+    back fail."""
+    raw = torch.as_tensor(curve).double()
+    return median(raw[-max(3, math.ceil(tail * len(raw))):]) >= _level(raw) - 1e-12
+
+
+def order0_first(times: Times, min_observed: int | None = None, steps: torch.Tensor | None = None,
+                 curves: Sequence[Sequence[torch.Tensor]] | None = None) -> Claim:
     """The order-0 stair precedes the first context stair: in every seed the order-0 stair rises, and in every
     seed whose context stair rises ``t0 < t1``; the context stair rises in at least ``min_observed`` seeds
     (default: all, so a censored stair fails the claim; it is counted in ``censored``). A chapter that
-    states "k of n seeds" passes ``min_observed=k``."""
+    states "k of n seeds" passes ``min_observed=k``. With ``steps`` and ``curves`` (per seed, the order-0 and the
+    context curve, Tensor[T] each) the order-0 stair must also be :func:`held` over 5 records (it may give way
+    later: the dilution that :func:`order0_falls_after_context` tests) and the context stair :func:`kept` to the end
+    of the run; a stair that is not counts as censored.
+
+    Rejects: a context stair before the order-0 stair (the curves shifted in time against each other), a curve
+    that never rises (censored), a curve that starts high and decays (no rise: censored), and, given the curves,
+    a one-record spike read as a stair."""
     times = [list(pair) for pair in times]
+    if curves is not None:
+        if steps is None or len(curves) != len(times):
+            raise ValueError(f"curves need steps and one pair per seed ({len(times)}), got {len(curves)}")
+        times = [[t0 if held(steps, c0, t0) else None, t1 if t1 is not None and kept(c1) else None]
+                 for (t0, t1), (c0, c1) in zip(times, curves)]
     observed, need = _observed(times, min_observed)
     ordered = (bool(times) and len(observed) >= need and all(t0 is not None for t0, _ in times)
                and all(t0 < t1 for t0, t1 in observed))
     rule = "every seed" if min_observed is None else f"at least {need} of {len(times)} seeds"
-    return Claim(f"order-0 stair before the context stair (t0 < t1); context stair rises in {rule}", ordered,
+    kept_rule = "" if curves is None else ", order 0 held over 5 records, the context stair kept"
+    return Claim(f"order-0 stair before the context stair (t0 < t1{kept_rule}); context stair rises in {rule}", ordered,
                  {"t0": [t[0] for t in times], "t1": [t[1] for t in times], "censored": censored(times)})
 
 
@@ -67,7 +111,10 @@ def context_stair_later(fast: Times, slow: Times, fast_steps: int, factor: float
     as the run is long) as long as at least ``k`` slow stairs rose; the fast ones must all rise.
 
     The numbers also give the measured ratio with its spread: the ratio of the medians and, when both arms
-    have the same seeds in the same order (the same data stream), the per-seed ratios ``slow / fast``."""
+    have the same seeds in the same order (the same data stream), the per-seed ratios ``slow / fast``.
+
+    Rejects: the arms swapped (the slow model's curves shifted earlier in time), a slow stair that never rises
+    (censored), a fast arm cut off mid-rise, and overlapping arms (one slow stair before one fast stair)."""
     fast_t1 = [pair[1] for pair in fast]
     observed, need = _observed(slow, min_observed)
     slow_t1 = [pair[1] for pair in observed]
@@ -94,14 +141,21 @@ def order0_falls_after_context(steps: torch.Tensor, order0_curves: Sequence[torc
     (at least ``min_observed`` of them; default all, so a censored stair fails), the order-0 stair rises, the
     curve ends below ``fall`` times its peak, and it first drops below that level after the context stair
     has begun (not before ``lag`` times ``t1``: a curve that decays on its own, long before any context
-    structure arrives, fails). What falls is the order-0 kernel's share of the Gram matrix (CKA), which new
-    directions dilute: the claim says nothing about whether the order-0 structure is lost."""
+    structure arrives, fails). The peak and the drop are read on the curve smoothed over 3 records (as the stair
+    rule reads it) and the end is the median of the last tenth of the records (at least 3). What falls is the
+    order-0 kernel's share of the Gram matrix (CKA), which new directions dilute: the claim says nothing about
+    whether the order-0 structure is lost.
+
+    Rejects: an order-0 curve that keeps its height (never falls), one that decays from a high start long before
+    the context stair (a time-shifted fall), a one-record spike above a flat curve or a one-record dip at the
+    end, and a seed whose context stair never rose."""
     ends, drops, ok, judged = [], [], True, 0
     _, need = _observed(times, min_observed)
-    for curve, (t0, t1) in zip(order0_curves, times):
-        curve = torch.as_tensor(curve).double()
+    for raw, (t0, t1) in zip(order0_curves, times):
+        raw = torch.as_tensor(raw).double()
+        curve = smooth(raw, 3)
         peak = int(torch.argmax(curve))
-        end_ratio = float(curve[-1] / curve[peak].clamp_min(1e-12))
+        end_ratio = median(raw[-max(3, math.ceil(0.1 * len(raw))):]) / float(curve[peak].clamp_min(1e-12))
         below = torch.nonzero(curve[peak:] < fall * curve[peak])
         drop = int(steps[peak + int(below[0])]) if len(below) else None
         ends.append(end_ratio)
@@ -120,7 +174,10 @@ def no_staircase_at_large_init(times: Times) -> Claim:
     """The large-initialization control learns without a staircase: in every seed the context stair rises
     (the run learns; an untrained or cut-off run fails) and does not come after the order-0 stair (``t1 <=
     t0``, or the order-0 alignment never rises by the stair threshold). Small-initialization runs, whose
-    order-0 stair comes first, fail it."""
+    order-0 stair comes first, fail it.
+
+    Rejects: a staircase (the context curve shifted after the order-0 stair), a run whose context curve never
+    rises (untrained or cut off), and a run with no stair at all."""
     times = [list(pair) for pair in times]
     learned = bool(times) and all(t1 is not None for _, t1 in times)
     merged = learned and all(t0 is None or t1 <= t0 for t0, t1 in times)
