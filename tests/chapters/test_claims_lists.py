@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = [(1, "01_probability_signatures"), (2, "02_stage_wise_learning"), (3, "03_embedding_dynamics"),
             (4, "04_context_staircase"), (5, "05_attention"), (6, "06_embedding_structure"),
-            (7, "07_semantic_structure"), (8, "08_tiny_language_model")]
+            (7, "07_semantic_structure"), (8, "08_tiny_language_model"), (9, "09_synthesis")]
 
 
 def _text(key, constants) -> list[str]:

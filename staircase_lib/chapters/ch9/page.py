@@ -6,7 +6,7 @@ and returns an :class:`Experiment`.
 Every stair time here is Chapter 8's one rule (:func:`staircase_lib.chapters.ch8.claims.stair`: Chapter 4's
 half-rise on a curve smoothed over 3 records, interpolated, censored below a rise of 0.05), read on the whole run;
 a censored stair (None) fails every claim that needs it and counts as later than every recorded time in a median
-(:func:`staircase_lib.chapters.ch8.claims.censored_median`)."""
+(:func:`staircase_lib.metrics.censored_median`)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -102,7 +102,7 @@ def _staircase(models: Mapping[str, SimpleNamespace], fast_steps: int, levels: S
         if model not in times:
             continue
         for k, name in enumerate(("t0", "tctx")):
-            glue(f"ch9_{key}_{name}", ch8.censored_median([t[k] for t in times[model]]), "{:.0f}")
+            glue(f"ch9_{key}_{name}", metrics.censored_median([t[k] for t in times[model]]), "{:.0f}")
         glue(f"ch9_{key}_censored", ch9.censored(times[model]), "{:d}")
     fall = max(max(claims[f"order 0 falls after t1, {m}"].numbers["end/peak"]) for m in CLASSIFIERS)
     glue_bound("ch9_fall", fall, "upper")
