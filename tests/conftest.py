@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -61,6 +62,16 @@ def pytest_collection_modifyitems(config, items) -> None:
             continue
         if any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values() if defs):
             item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+
+def run_script(name: str, *args: str, cwd: Path) -> None:
+    """Run ``scripts/<name>`` with ``args`` in a subprocess, headless on one thread, importing this checkout's
+    library; raises ``CalledProcessError`` if it fails (a tiny-size run of a recording script)."""
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    subprocess.run([sys.executable, str(root / "scripts" / name), *args], check=True, env=env, cwd=cwd,
+                   timeout=600)
 
 
 def import_script(path: Path) -> Iterator[ModuleType]:

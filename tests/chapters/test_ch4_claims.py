@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import staircase_lib as sl
+from conftest import run_script
 from staircase_lib.chapters.ch4 import claims as ch4
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -469,12 +467,10 @@ def test_the_recorded_identity_runs_are_as_long_as_the_gelu_runs_and_stop_after_
 # ----- the sweep script ---------------------------------------------------------------------------------------
 def test_sweep_script_runs_at_tiny_size_and_its_cut_off_result_fails_the_claim(tmp_path):
     out = tmp_path / "sweep.json"
-    env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "ch4_sweep.py"), "--gammas", "0.5", "0.75", "1.0",
+    run_script("ch4_sweep.py", "--gammas", "0.5", "0.75", "1.0",
                     "1.25", "--seeds", "0", "1", "2", "--steps", "30", "--d-embed", "4", "--d-hidden", "8",
                     "--batch-size", "32", "--eval-size", "64", "--records-per-decade", "3", "--device", "cpu",
-                    "--frames", "4", "--out", str(out)], check=True, env=env, cwd=tmp_path, timeout=600)
+                    "--frames", "4", "--out", str(out), cwd=tmp_path)
     result = json.loads(out.read_text())
     assert len(result["runs"]) == 12 and result["levels"] == pytest.approx(LEVELS, abs=1e-6)
     assert all(len(r["loss"]) == len(result["step"]) and len(r["cka"]) == 3 for r in result["runs"])

@@ -1,15 +1,12 @@
 """Chapter 5's claim predicates: each holds on a positive case and fails on a negative control."""
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import staircase_lib as sl
+from conftest import run_script
 from staircase_lib.chapters.ch5 import claims as ch5
 
 T = torch.tensor
@@ -165,13 +162,10 @@ def test_live_reproduces_recorded_holds_on_the_overlap_and_fails_for_the_other_t
 
 @pytest.mark.slow
 def test_the_recording_script_runs_at_tiny_size(tmp_path):
-    root = Path(__file__).resolve().parents[2]
     out = tmp_path / "ch5.json"
-    env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    subprocess.run([sys.executable, str(root / "scripts" / "ch5_attention.py"), "--seeds", "1", "--steps", "20",
+    run_script("ch5_attention.py", "--seeds", "1", "--steps", "20",
                     "--d-embed", "8", "--batch-size", "32", "--eval-size", "64", "--records-per-decade", "3",
-                    "--device", "cpu", "--out", str(out)], check=True, env=env, cwd=tmp_path, timeout=600)
+                    "--device", "cpu", "--out", str(out), cwd=tmp_path)
     result = json.loads(out.read_text())
     assert [r["task"] for r in result["runs"]] == ["reversed", "forward"]
     for run in result["runs"]:

@@ -1,14 +1,11 @@
 """Chapter 6's claims: each holds on a positive case and fails on its negative control."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import staircase_lib as sl
+from conftest import run_script
 from staircase_lib.chapters.ch6 import claims as ch6
 
 
@@ -246,13 +243,9 @@ def test_the_recorded_transplant_claims_hold_and_fail_when_the_arms_are_relabell
 
 @pytest.mark.slow
 def test_the_transplant_script_runs_at_tiny_size(tmp_path):
-    root = Path(__file__).resolve().parents[2]
     out = tmp_path / "transplant.json"
-    env = dict(os.environ, OMP_NUM_THREADS="1", STAIRCASE_HEADLESS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    subprocess.run([sys.executable, str(root / "scripts" / "ch6_transplant.py"), "--donor-steps", "5",
-                    "--steps", "10", "--seeds", "2", "--device", "cpu", "--out", str(out)],
-                   check=True, env=env, cwd=tmp_path, timeout=600)
+    run_script("ch6_transplant.py", "--donor-steps", "5",
+                    "--steps", "10", "--seeds", "2", "--device", "cpu", "--out", str(out), cwd=tmp_path)
     result = json.loads(out.read_text())
     assert [(r["arm"], r["seed"]) for r in result["runs"]] == [
         (arm, s) for arm in ("fresh", "transplant", "random, same norm") for s in (0, 1)]
