@@ -140,7 +140,7 @@ class OldTree:
 # ----- (1) + (2): the loop, old engine against new ------------------------------------------------
 # name -> (worker, request, label)
 LOOP_CONTENDERS = {
-    "kernel": ("new", {"what": "library"}, "`sl.training.train`, `engine=\"auto\"` (the Emb-MLP kernel)"),
+    "kernel": ("new", {"what": "library"}, "`sl.training.train`, `engine=\"prefer_kernel\"` (the Emb-MLP kernel)"),
     "autograd": ("new", {"what": "library", "engine": "autograd"}, "`train`, `TrainConfig(engine=\"autograd\")`"),
     "plain_presampled": ("new", {"what": "plain", "sampling": "presampled"},
                          "plain loop, batches sliced from a pre-sampled tensor"),
@@ -151,7 +151,7 @@ LOOP_CONTENDERS = {
     "dataloader": ("new", {"what": "dataloader"}, "previous reference: `DataLoader` + `Adam` (not fused)"),
     "old": ("old", {"what": "library"}, f"previous engine (`{OLD_COMMIT}`): `train`"),
     "start": ("start", {"what": "library"}, f"the baseline library (`{BASELINE_COMMIT}`): `train`"),
-    "kernel_2t": ("new2", {"what": "library"}, "`train`, `engine=\"auto\"`, `STAIRCASE_THREADS=2` (2 threads; "
+    "kernel_2t": ("new2", {"what": "library"}, "`train`, `engine=\"prefer_kernel\"`, `STAIRCASE_THREADS=2` (2 threads; "
                   "fewer steps and repeats, see below)"),
 }
 TWO_THREADS = ("kernel_2t",)  # measured with --steps-2t and --repeats-2t: at 2 threads on a loaded 2-core machine
