@@ -14,7 +14,7 @@ __all__ = ["gram", "cka", "cka_chance", "gram_correlation", "alignment_curve", "
            "projection_curve", "smooth", "stair_time", "stair_times", "attention_entropy", "crossing_time",
            "half_fall_time", "dwell_decades", "rest_span", "cosine", "rank_correlation", "principal_components",
            "neighbour_agreement", "chance_approximation", "angular_coverage", "median", "censored_median", "fit_line",
-           "paired_lead", "pair_margin", "crossing_times", "pair_stair_times"]
+           "stretches", "paired_lead", "pair_margin", "crossing_times", "pair_stair_times"]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -339,14 +339,21 @@ def dwell_decades(steps: torch.Tensor, curve: torch.Tensor, level: float, tolera
     visits up. ``steps``, ``curve``: Tensor[T]."""
     steps, curve, level, tolerance = _band_curve(steps, curve, level, tolerance)
     near = ((curve - level).abs() <= tolerance).tolist()
-    best, start = 0.0, None
-    for i, here in enumerate(near + [False]):
-        if here and start is None:
+    return max((float(steps[last].log10() - steps[first].log10()) for first, last in stretches(near)),
+               default=0.0)
+
+
+def stretches(flags: Sequence[bool]) -> list[tuple[int, int]]:
+    """The stretches of consecutive true ``flags``, as ``(first, last)`` index pairs (both inclusive), in order:
+    ``stretches([0, 1, 1, 0, 1]) == [(1, 2), (4, 4)]``."""
+    found, start = [], None
+    for i, flag in enumerate([*flags, False]):
+        if flag and start is None:
             start = i
-        elif not here and start is not None:
-            best = max(best, float(steps[i - 1].log10() - steps[start].log10()))
+        elif not flag and start is not None:
+            found.append((start, i - 1))
             start = None
-    return best
+    return found
 
 
 def rest_span(steps: torch.Tensor, curve: torch.Tensor, level: float, tolerance: float) -> tuple[float, float]:

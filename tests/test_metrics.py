@@ -401,3 +401,9 @@ def test_paired_lead_is_exact_and_one_sided():
 def test_fit_line_through_two_points_has_no_standard_error():
     slope, se, intercept = metrics.fit_line([0.0, 2.0], [1.0, 5.0])
     assert slope == pytest.approx(2.0) and intercept == pytest.approx(1.0) and math.isnan(se)
+
+
+def test_stretches_are_the_runs_of_consecutive_true_flags():
+    assert metrics.stretches([0, 1, 1, 0, 1]) == [(1, 2), (4, 4)]
+    assert metrics.stretches([True, True]) == [(0, 1)]
+    assert metrics.stretches([False, False]) == [] == metrics.stretches([])

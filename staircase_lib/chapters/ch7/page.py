@@ -246,17 +246,12 @@ def timing(geo: Experiment, spearman_curves: Mapping[str, torch.Tensor]) -> Expe
     ring_task = geo.groups["modular, gamma 1"][1]
     stair0 = 1 / ring_task.operand_width
     median = accuracy_curves["modular, gamma 1"].median(0).values
-    near = ((median - stair0).abs() <= 0.02).tolist()
-    best, start = (0, 0), None
-    for i, close in enumerate(near + [False]):
-        if close and start is None:
-            start = i
-        elif not close and start is not None:
-            best, start = max(best, (i - start, start)), None
+    rest = max(metrics.stretches(((median - stair0).abs() <= 0.02).tolist()),  # the longest; the later on a tie
+               key=lambda span: (span[1] - span[0], span[0]), default=None)
     ring_steps = ring_runs[0].steps
     glue("ch7_ring_stair0", stair0, "{:.2f}")
-    glue("ch7_ring_rest", f"from step {int(ring_steps[best[1]])} to {int(ring_steps[best[1] + best[0] - 1])}"
-         if best[0] else "at no record", "{}")
+    glue("ch7_ring_rest", f"from step {int(ring_steps[rest[0]])} to {int(ring_steps[rest[1]])}"
+         if rest else "at no record", "{}")
     return Experiment(SimpleNamespace(spearman_curves=dict(spearman_curves), accuracy_curves=accuracy_curves,
                                       order_steps=order_steps, accuracy_steps=accuracy_steps, leads=leads,
                                       alone=alone, ring_shares_early=early),

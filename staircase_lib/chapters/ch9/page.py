@@ -60,6 +60,13 @@ def language_model_curves(corpus: TinyCorpus, run: History) -> tuple[list[torch.
     return curves, [metrics.cka_chance(slot, d), metrics.cka_chance(cls, d, controls=controls)]
 
 
+def _window_mlp(corpus: TinyCorpus, runs: Sequence[History]) -> SimpleNamespace:
+    """The window-MLP language model's live runs (one per seed) as the page reads them."""
+    read = [language_model_curves(corpus, r) for r in runs]
+    return SimpleNamespace(steps=runs[0].steps, curves=[c for c, _ in read], chance=read[0][1],
+                           loss=[r.loss for r in runs], seeds=list(range(len(runs))))
+
+
 def _classifier(rows) -> SimpleNamespace:
     """One classifier's recorded seeds (``ch9_seeds`` rows) as the page reads them."""
     return SimpleNamespace(steps=rows[0].steps, curves=[[r.order0, r.order1] for r in rows],
@@ -139,10 +146,7 @@ def four_models(recorded, lm_runs: Sequence[History], corpus: TinyCorpus, real_t
         d = recorded.config["d_embed"]
         x.chance = [metrics.cka_chance(task.kernel(order=k), d) for k in range(2)]
         models[model] = x
-    lm = [language_model_curves(corpus, r) for r in lm_runs]
-    models["language model"] = SimpleNamespace(steps=lm_runs[0].steps, curves=[c for c, _ in lm],
-                                               chance=lm[0][1], loss=[r.loss for r in lm_runs],
-                                               seeds=list(range(len(lm_runs))))
+    models["language model"] = _window_mlp(corpus, lm_runs)
     models["tiny GPT"] = _tiny_gpt(real_text, GPT_SEEDS)
     page = _staircase(models, int(recorded.config["steps"]), task.loss_levels())
     # the same two tiny-GPT predicates on the seeds the page does not use
@@ -175,9 +179,7 @@ def three_models(runs: Mapping[str, Sequence[History]], task: StaircaseTask, cor
         models[model] = SimpleNamespace(
             steps=rs[0].steps, curves=[[metrics.alignment_curve(r.embeddings, K) for K in kernels] for r in rs],
             chance=[metrics.cka_chance(K, d) for K in kernels], loss=[r.loss for r in rs])
-    lm = [language_model_curves(corpus, r) for r in runs["language model"]]
-    models["language model"] = SimpleNamespace(steps=runs["language model"][0].steps, curves=[c for c, _ in lm],
-                                               chance=lm[0][1], loss=[r.loss for r in runs["language model"]])
+    models["language model"] = _window_mlp(corpus, runs["language model"])
     return _staircase(models, fast_steps, task.loss_levels())
 
 
